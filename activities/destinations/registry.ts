@@ -1,0 +1,21 @@
+// The destinations this deployment knows. To add one: write an adapter module beside this file
+// (contract + send + readback), then list its contract here and its adapter in createDestinations.
+import type { DestinationAdapter, DestinationContract } from './destination.js';
+import { keyedApi, keyedApiContract } from './keyed-api.js';
+
+export const destinationContracts: Readonly<Record<string, DestinationContract>> = {
+  [keyedApiContract.name]: keyedApiContract,
+};
+
+export interface DestinationSettings {
+  /** Base URL of the provider simulator (or the real provider). */
+  providerUrl: string;
+}
+
+export type Destinations = Readonly<Record<string, DestinationAdapter>>;
+
+export function createDestinations(settings: DestinationSettings): Destinations {
+  return {
+    [keyedApiContract.name]: keyedApi(settings.providerUrl),
+  };
+}

@@ -1,0 +1,135 @@
+// The effect workflow's activities. Ledger steps are idempotent and retried freely; the provider call
+// is one attempt per activity execution (the workflow sets maximumAttempts: 1) because a blind retry
+// after the request may have left is exactly the double effect we exist to prevent.
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { OutcomeClass } from '../workflows/contract.js';
+import { idempotencyKeyFor } from '../workflows/idempotency-key.js';
+import type { EffectStage } from '../workflows/stages.js';
+import type { LedgerDb } from '../ledger/db.js';
+import { LedgerInvariantError } from '../ledger/errors.js';
+import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
+import { recordAttempt, recordEvidence, releaseEffect } from '../ledger/progress.js';
+import { readEffect, readRelease } from '../ledger/trail.js';
+import type { ReleasedPackage, SendOutcome } from './destinations/destination.js';
+import type { Destinations } from './destinations/registry.js';
+
+export interface ActivityDeps {
+  db: LedgerDb;
+  destinations: Destinations;
+}
+
+export interface ReleaseResult {
+  revision: number;
+  /** Set when the ledger already holds this effect's fact: nothing more to do. */
+  fact: { externalId: string; externalUrl: string | null } | null;
+  /** Attempts earlier runs made: a new run must not assume the provider was never contacted. */
+  attemptsSoFar: number;
+}
+
+export interface AttemptRef {
+  effectId: string;
+  step: string;
+  attemptNumber: number;
+  attemptId: number;
+  idempotencyKey: string;
+  startedAt: string;
+}
+
+/** Non-retryable: retrying cannot fix a broken invariant or a missing registration. */
+function invariantFailure(error: unknown): never {
+  if (error instanceof LedgerInvariantError) throw ApplicationFailure.nonRetryable(error.message, error.name);
+  throw error;
+}
+
+function adapterFor(destinations: Destinations, name: string) {
+  const adapter = destinations[name];
+  if (!adapter) throw ApplicationFailure.nonRetryable(`no adapter for destination ${name} on this worker`, 'UnknownDestination');
+  return adapter;
+}
+
+export function createEffectActivities({ db, destinations }: ActivityDeps) {
+  return {
+    /** prepared → released: fixes the exact package from the approved payload (revision 1). */
+    async releaseEffect(effectId: string, step: string): Promise<ReleaseResult> {
+      const effect = await readEffect(db, effectId);
+      if (!effect) throw ApplicationFailure.nonRetryable(`effect ${effectId} is not in the ledger; approve it first`, 'EffectNotFound');
+      const pkg = adapterFor(destinations, effect.destination).buildPackage(effectId, effect.operation, effect.payload as Record<string, unknown>);
+      const state = await releaseEffect(
+        db,
+        {
+          effectId,
+          revision: 1,
+          target: pkg.target,
+          package: pkg as unknown as Record<string, unknown>,
+          bodySha256: sha256Hex(canonicalJson(pkg.body)),
+          releasedBy: effect.approvedBy,
+        },
+        step,
+      ).catch(invariantFailure);
+      return {
+        revision: state.release.revision,
+        fact: state.fact && { externalId: state.fact.externalId, externalUrl: state.fact.externalUrl },
+        attemptsSoFar: state.attemptsSoFar,
+      };
+    },
+
+    /** → attempted: the attempt row, with its effect-scoped key, is written before anything is sent. */
+    async recordAttempt(effectId: string, step: string, attemptNumber: number, releaseRevision: number): Promise<AttemptRef> {
+      const idempotencyKey = idempotencyKeyFor(effectId, step);
+      const { workflowExecution } = Context.current().info;
+      const row = await recordAttempt(db, {
+        effectId,
+        step,
+        attemptNumber,
+        idempotencyKey,
+        releaseRevision,
+        workflowRunId: workflowExecution?.runId ?? 'outside-a-workflow',
+      }).catch(invariantFailure);
+      return { effectId, step, attemptNumber, attemptId: row.attemptId, idempotencyKey, startedAt: row.startedAt.toISOString() };
+    },
+
+    /** The one call that can create the external object. Never throws for a provider outcome: it classifies. */
+    async sendToDestination(attempt: AttemptRef, releaseRevision: number, timeoutMs: number): Promise<SendOutcome> {
+      const found = await readRelease(db, attempt.effectId, releaseRevision);
+      if (!found) throw ApplicationFailure.nonRetryable(`release ${attempt.effectId}#${releaseRevision} not found`, 'ReleaseNotFound');
+      const adapter = adapterFor(destinations, found.destination);
+      // The exact released package leaves, never a re-derivation of it.
+      const pkg = found.release.package as ReleasedPackage;
+      return adapter.send({
+        effectId: attempt.effectId,
+        idempotencyKey: attempt.idempotencyKey,
+        operation: found.operation,
+        package: pkg,
+        timeoutMs,
+      });
+    },
+
+    /** Writes the provider's answer to an attempt, the fact when it confirms, and the next stage. */
+    async recordResponse(attempt: AttemptRef, destination: string, outcome: SendOutcome, stage: EffectStage): Promise<void> {
+      const confirmed = outcome.class === 'confirmed' ? outcome : undefined;
+      await recordEvidence(
+        db,
+        {
+          effectId: attempt.effectId,
+          attemptId: attempt.attemptId,
+          kind: 'response',
+          outcome: outcome.class satisfies OutcomeClass,
+          httpStatus: 'httpStatus' in outcome ? (outcome.httpStatus ?? null) : null,
+          externalId: confirmed?.externalId ?? null,
+          externalUrl: confirmed?.externalUrl ?? null,
+          detail: outcome.detail,
+        },
+        stage,
+        confirmed && {
+          destination,
+          externalId: confirmed.externalId,
+          externalUrl: confirmed.externalUrl ?? null,
+          occurredAt: confirmed.occurredAt,
+          confirmedBy: 'provider_response',
+        },
+      ).catch(invariantFailure);
+    },
+  };
+}
+
+export type EffectActivities = ReturnType<typeof createEffectActivities>;

@@ -1,0 +1,2 @@
+// Everything a worker registers as activities.
+export { createEffectActivities, type ActivityDeps, type EffectActivities } from './effect-activities.js';

@@ -1,0 +1,27 @@
+// One connection pool to the ledger database, with drizzle on top of postgres.js.
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
+import * as schema from './schema.js';
+
+export type LedgerDb = PostgresJsDatabase<typeof schema>;
+
+export interface Ledger {
+  db: LedgerDb;
+  sql: postgres.Sql;
+  close(): Promise<void>;
+}
+
+export interface LedgerOptions {
+  max?: number;
+  /** Called with every SQL statement sent (for counting in benchmarks). */
+  onStatement?: (query: string) => void;
+}
+
+export function openLedger(url: string, options: LedgerOptions = {}): Ledger {
+  const sql = postgres(url, {
+    max: options.max ?? 5,
+    onnotice: () => {},
+    debug: options.onStatement ? (_connection, query) => options.onStatement?.(query) : undefined,
+  });
+  return { db: drizzle(sql, { schema }), sql, close: () => sql.end({ timeout: 5 }) };
+}

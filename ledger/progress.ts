@@ -1,0 +1,144 @@
+// The effect workflow's writes, one function per step, each safe to repeat: a retried activity must
+// find its own earlier row, never add a second one or overwrite history.
+import { and, count, eq, notInArray, sql } from 'drizzle-orm';
+import { TERMINAL_STAGES, type EffectStage } from '../workflows/stages.js';
+import type { LedgerDb } from './db.js';
+import { LedgerInvariantError } from './errors.js';
+import { attempts, effects, facts, providerEvidence, releases } from './schema.js';
+
+type Tx = Parameters<Parameters<LedgerDb['transaction']>[0]>[0];
+export type FactRow = typeof facts.$inferSelect;
+export type ReleaseRow = typeof releases.$inferSelect;
+
+/** Moves the ledger's copy of the stage; terminal stages are final (the database refuses too). */
+async function setStage(tx: Tx | LedgerDb, effectId: string, stage: EffectStage): Promise<void> {
+  await tx
+    .update(effects)
+    .set({ stage, stageChangedAt: sql`now()` })
+    .where(and(eq(effects.effectId, effectId), notInArray(effects.stage, [...TERMINAL_STAGES, stage])));
+}
+
+export interface ReleaseInput {
+  effectId: string;
+  revision: number;
+  target: string;
+  package: Record<string, unknown>;
+  bodySha256: string;
+  releasedBy: string;
+}
+
+export interface ReleaseState {
+  release: ReleaseRow;
+  fact: FactRow | null;
+  attemptsSoFar: number;
+}
+
+/** Fixes the package allowed to leave. A second call with the same body is a no-op; another body is refused. */
+export async function releaseEffect(db: LedgerDb, input: ReleaseInput, step: string): Promise<ReleaseState> {
+  return db.transaction(async (tx) => {
+    await tx.insert(releases).values(input).onConflictDoNothing({ target: [releases.effectId, releases.revision] });
+    const [release] = await tx
+      .select()
+      .from(releases)
+      .where(and(eq(releases.effectId, input.effectId), eq(releases.revision, input.revision)));
+    if (!release) throw new LedgerInvariantError(`release ${input.effectId}#${input.revision} vanished`);
+    if (release.bodySha256 !== input.bodySha256) {
+      throw new LedgerInvariantError(`release ${input.effectId}#${input.revision} exists with another body; an edit needs a new revision`);
+    }
+    const [fact] = await tx.select().from(facts).where(eq(facts.effectId, input.effectId));
+    const [made] = await tx
+      .select({ n: count() })
+      .from(attempts)
+      .where(and(eq(attempts.effectId, input.effectId), eq(attempts.step, step)));
+    if (!fact) await tx.update(effects).set({ stage: 'released', stageChangedAt: sql`now()` }).where(and(eq(effects.effectId, input.effectId), eq(effects.stage, 'prepared')));
+    return { release, fact: fact ?? null, attemptsSoFar: made?.n ?? 0 };
+  });
+}
+
+export interface AttemptInput {
+  effectId: string;
+  step: string;
+  attemptNumber: number;
+  idempotencyKey: string;
+  releaseRevision: number;
+  workflowRunId: string;
+}
+
+/** Intent before send: the attempt row exists before any byte leaves. */
+export async function recordAttempt(db: LedgerDb, input: AttemptInput): Promise<{ attemptId: number; startedAt: Date }> {
+  return db.transaction(async (tx) => {
+    await tx.insert(attempts).values(input).onConflictDoNothing({ target: [attempts.effectId, attempts.step, attempts.attemptNumber] });
+    const [row] = await tx
+      .select({ attemptId: attempts.attemptId, startedAt: attempts.startedAt, key: attempts.idempotencyKey })
+      .from(attempts)
+      .where(and(eq(attempts.effectId, input.effectId), eq(attempts.step, input.step), eq(attempts.attemptNumber, input.attemptNumber)));
+    if (!row || row.key !== input.idempotencyKey) throw new LedgerInvariantError(`attempt ${input.effectId}/${input.step}#${input.attemptNumber} exists with another key`);
+    await setStage(tx, input.effectId, 'attempted');
+    return { attemptId: row.attemptId, startedAt: row.startedAt };
+  });
+}
+
+export interface EvidenceInput {
+  effectId: string;
+  attemptId: number | null;
+  kind: 'response' | 'readback' | 'human';
+  outcome: (typeof providerEvidence.$inferInsert)['outcome'];
+  httpStatus?: number | null;
+  externalId?: string | null;
+  externalUrl?: string | null;
+  coverage?: 'complete' | 'partial' | null;
+  detail: unknown;
+}
+
+export interface FactInput {
+  destination: string;
+  externalId: string;
+  externalUrl?: string | null;
+  occurredAt: string;
+  confirmedBy: 'provider_response' | 'readback' | 'human';
+}
+
+/**
+ * Records what the provider said or showed and, when it confirms the effect, the fact — in one
+ * transaction with the stage, so the ledger never shows "recorded" without its fact or vice versa.
+ */
+export async function recordEvidence(
+  db: LedgerDb,
+  evidence: EvidenceInput,
+  stage: EffectStage,
+  fact?: FactInput,
+): Promise<{ evidenceId: number; fact: FactRow | null }> {
+  return db.transaction(async (tx) => {
+    let evidenceId: number | undefined;
+    if (evidence.kind === 'response' && evidence.attemptId !== null) {
+      // One response per attempt (partial unique index): a retried activity finds its own row.
+      const [existing] = await tx
+        .select({ evidenceId: providerEvidence.evidenceId })
+        .from(providerEvidence)
+        .where(and(eq(providerEvidence.attemptId, evidence.attemptId), eq(providerEvidence.kind, 'response')));
+      evidenceId = existing?.evidenceId;
+    }
+    if (evidenceId === undefined) {
+      const [row] = await tx.insert(providerEvidence).values({ ...evidence, detail: evidence.detail ?? {} }).returning({ evidenceId: providerEvidence.evidenceId });
+      evidenceId = row!.evidenceId;
+    }
+    let factRow: FactRow | null = null;
+    if (fact) {
+      await tx
+        .insert(facts)
+        .values({ effectId: evidence.effectId, ...fact, occurredAt: new Date(fact.occurredAt), evidenceId })
+        .onConflictDoNothing({ target: facts.effectId });
+      const [row] = await tx.select().from(facts).where(eq(facts.effectId, evidence.effectId));
+      if (!row || row.externalId !== fact.externalId) {
+        throw new LedgerInvariantError(`effect ${evidence.effectId} already has fact ${row?.externalId}; refusing ${fact.externalId}`);
+      }
+      factRow = row;
+    }
+    await setStage(tx, evidence.effectId, stage);
+    return { evidenceId, fact: factRow };
+  });
+}
+
+export async function moveStage(db: LedgerDb, effectId: string, stage: EffectStage): Promise<void> {
+  await setStage(db, effectId, stage);
+}

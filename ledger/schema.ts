@@ -1,0 +1,195 @@
+// The ledger: DESIGN.md's six records, one table each. Reading this file should explain the protocol.
+// Invariants live here, not in "check then insert" code: primary keys, UNIQUEs, CHECKs, foreign keys,
+// and (in the custom migration 0001) triggers that make releases, attempts, evidence, facts and
+// decisions append-only and freeze an effect's identity.
+import { sql } from 'drizzle-orm';
+import {
+  bigserial,
+  bigint,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+import { EFFECT_STAGES } from '../workflows/stages.js';
+
+
+const stageList = sql.raw(EFFECT_STAGES.map((s) => `'${s}'`).join(', '));
+
+/** One approved, externally observable change. Its ID is issued at approval and never reused. */
+export const effects = pgTable(
+  'effects',
+  {
+    effectId: text('effect_id').primaryKey(),
+    destination: text('destination').notNull(),
+    operation: text('operation').notNull(),
+    // sha256 of the canonical effect-defining fields: "still the action that was approved".
+    fingerprint: text('fingerprint').notNull(),
+    // The approved payload as the approver sent it; the release derives the exact package from it.
+    payload: jsonb('payload').notNull(),
+    approvedBy: text('approved_by').notNull(),
+    authorizationRef: text('authorization_ref').notNull(),
+    summary: text('summary').notNull(),
+    stage: text('stage').notNull().default('prepared'),
+    // How the destination dedupes (idempotency_key / transactional / natural_key / none) and for how
+    // long it remembers a key: decides whether a retry after UNKNOWN may ever be automatic.
+    mechanism: text('mechanism').notNull(),
+    keyRetentionSeconds: integer('key_retention_seconds'),
+    approvedAt: timestamp('approved_at', { withTimezone: true }).notNull().defaultNow(),
+    stageChangedAt: timestamp('stage_changed_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    check('effect_id_format', sql`${t.effectId} ~ '^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$'`),
+    check('fingerprint_is_sha256', sql`${t.fingerprint} ~ '^[0-9a-f]{64}$'`),
+    check('stage_known', sql`${t.stage} IN (${stageList})`),
+    check('mechanism_known', sql`${t.mechanism} IN ('idempotency_key', 'transactional', 'natural_key', 'none')`),
+    check('approved_by_present', sql`length(${t.approvedBy}) BETWEEN 1 AND 200`),
+    check('authorization_ref_present', sql`length(${t.authorizationRef}) BETWEEN 1 AND 200`),
+    check('summary_length', sql`length(${t.summary}) BETWEEN 1 AND 300`),
+    check('destination_length', sql`length(${t.destination}) BETWEEN 1 AND 64`),
+    check('operation_length', sql`length(${t.operation}) BETWEEN 1 AND 64`),
+    index('effects_stage_idx').on(t.stage, t.stageChangedAt),
+  ],
+);
+
+/** The exact package allowed to leave. Immutable: an edit is a new revision needing a new release. */
+export const releases = pgTable(
+  'releases',
+  {
+    effectId: text('effect_id')
+      .notNull()
+      .references(() => effects.effectId),
+    revision: integer('revision').notNull(),
+    target: text('target').notNull(),
+    package: jsonb('package').notNull(),
+    bodySha256: text('body_sha256').notNull(),
+    releasedBy: text('released_by').notNull(),
+    releasedAt: timestamp('released_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('releases_effect_revision_uq').on(t.effectId, t.revision),
+    check('revision_positive', sql`${t.revision} >= 1`),
+    check('body_sha256_format', sql`${t.bodySha256} ~ '^[0-9a-f]{64}$'`),
+    check('target_length', sql`length(${t.target}) BETWEEN 1 AND 300`),
+  ],
+);
+
+/** Written before the provider is contacted (intent before send). Append-only. */
+export const attempts = pgTable(
+  'attempts',
+  {
+    attemptId: bigserial('attempt_id', { mode: 'number' }).primaryKey(),
+    effectId: text('effect_id')
+      .notNull()
+      .references(() => effects.effectId),
+    step: text('step').notNull(),
+    attemptNumber: integer('attempt_number').notNull(),
+    // Derived from the effect ID (and step) only: never the run ID, activity ID or attempt number.
+    idempotencyKey: text('idempotency_key').notNull(),
+    releaseRevision: integer('release_revision').notNull(),
+    // Which Temporal run made the attempt: for the operator, never for the key.
+    workflowRunId: text('workflow_run_id').notNull(),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('attempts_effect_step_number_uq').on(t.effectId, t.step, t.attemptNumber),
+    check('attempt_number_positive', sql`${t.attemptNumber} >= 1`),
+    check('step_format', sql`${t.step} ~ '^[a-z][a-z0-9_-]{0,31}$'`),
+    check(
+      'key_is_effect_scoped',
+      sql`${t.idempotencyKey} = ${t.effectId} OR ${t.idempotencyKey} = ${t.effectId} || ':' || ${t.step}`,
+    ),
+  ],
+);
+
+export const EVIDENCE_KINDS = ['response', 'readback', 'human'] as const;
+export const OUTCOME_CLASSES = ['not_sent', 'confirmed', 'rejected', 'unknown', 'found', 'absent', 'inconclusive'] as const;
+
+/** What the destination said (a response to an attempt) or showed (a readback). Append-only. */
+export const providerEvidence = pgTable(
+  'provider_evidence',
+  {
+    evidenceId: bigserial('evidence_id', { mode: 'number' }).primaryKey(),
+    effectId: text('effect_id')
+      .notNull()
+      .references(() => effects.effectId),
+    attemptId: bigint('attempt_id', { mode: 'number' }).references(() => attempts.attemptId),
+    kind: text('kind').notNull(),
+    outcome: text('outcome').notNull(),
+    httpStatus: integer('http_status'),
+    externalId: text('external_id'),
+    externalUrl: text('external_url'),
+    // For readback: 'complete' or 'partial' ("not in the first 10 items" is not "absent").
+    coverage: text('coverage'),
+    detail: jsonb('detail').notNull(),
+    recordedAt: timestamp('recorded_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    check('evidence_kind_known', sql`${t.kind} IN ('response', 'readback', 'human')`),
+    check(
+      'evidence_outcome_known',
+      sql`${t.outcome} IN ('not_sent', 'confirmed', 'rejected', 'unknown', 'found', 'absent', 'inconclusive')`,
+    ),
+    check('coverage_known', sql`${t.coverage} IS NULL OR ${t.coverage} IN ('complete', 'partial')`),
+    check('response_has_attempt', sql`${t.kind} <> 'response' OR ${t.attemptId} IS NOT NULL`),
+    // One answer per attempt: a replayed activity cannot record a second, different response.
+    uniqueIndex('evidence_one_response_per_attempt_uq')
+      .on(t.attemptId)
+      .where(sql`${t.kind} = 'response'`),
+    index('evidence_effect_idx').on(t.effectId),
+  ],
+);
+
+export const CONFIRMATION_METHODS = ['provider_response', 'readback', 'human'] as const;
+
+/** The canonical result. At most one per effect, written only after confirmation. Immutable. */
+export const facts = pgTable(
+  'facts',
+  {
+    effectId: text('effect_id')
+      .primaryKey()
+      .references(() => effects.effectId),
+    destination: text('destination').notNull(),
+    externalId: text('external_id').notNull(),
+    externalUrl: text('external_url'),
+    occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull(),
+    confirmedBy: text('confirmed_by').notNull(),
+    evidenceId: bigint('evidence_id', { mode: 'number' })
+      .notNull()
+      .references(() => providerEvidence.evidenceId),
+    recordedAt: timestamp('recorded_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    // One external object is the result of at most one effect: a shared key would show up here.
+    uniqueIndex('facts_destination_external_id_uq').on(t.destination, t.externalId),
+    check('confirmed_by_known', sql`${t.confirmedBy} IN ('provider_response', 'readback', 'human')`),
+    check('external_id_length', sql`length(${t.externalId}) BETWEEN 1 AND 200`),
+  ],
+);
+
+/** A human's or a policy's choice on an unresolved effect. Rejected payloads are kept too. */
+export const decisions = pgTable(
+  'decisions',
+  {
+    decisionId: bigserial('decision_id', { mode: 'number' }).primaryKey(),
+    effectId: text('effect_id')
+      .notNull()
+      .references(() => effects.effectId),
+    kind: text('kind').notNull(),
+    actor: text('actor').notNull(),
+    reason: text('reason').notNull(),
+    payload: jsonb('payload').notNull(),
+    accepted: boolean('accepted').notNull(),
+    rejectionReason: text('rejection_reason'),
+    decidedAt: timestamp('decided_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    check('rejected_decision_says_why', sql`${t.accepted} OR ${t.rejectionReason} IS NOT NULL`),
+    index('decisions_effect_idx').on(t.effectId),
+  ],
+);

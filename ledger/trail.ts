@@ -1,0 +1,47 @@
+// Reads that answer an operator's questions: how many attempts, which approval, was the provider
+// contacted, which external object is the result, on what evidence.
+import { and, asc, desc, eq } from 'drizzle-orm';
+import type { EffectStage } from '../workflows/stages.js';
+import type { LedgerDb } from './db.js';
+import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
+
+export interface EffectTrail {
+  effect: typeof effects.$inferSelect;
+  releases: (typeof releases.$inferSelect)[];
+  attempts: (typeof attempts.$inferSelect)[];
+  evidence: (typeof providerEvidence.$inferSelect)[];
+  fact: typeof facts.$inferSelect | null;
+  decisions: (typeof decisions.$inferSelect)[];
+}
+
+export async function readTrail(db: LedgerDb, effectId: string): Promise<EffectTrail | null> {
+  const [effect] = await db.select().from(effects).where(eq(effects.effectId, effectId));
+  if (!effect) return null;
+  const [releaseRows, attemptRows, evidenceRows, factRows, decisionRows] = await Promise.all([
+    db.select().from(releases).where(eq(releases.effectId, effectId)).orderBy(asc(releases.revision)),
+    db.select().from(attempts).where(eq(attempts.effectId, effectId)).orderBy(asc(attempts.attemptId)),
+    db.select().from(providerEvidence).where(eq(providerEvidence.effectId, effectId)).orderBy(asc(providerEvidence.evidenceId)),
+    db.select().from(facts).where(eq(facts.effectId, effectId)),
+    db.select().from(decisions).where(eq(decisions.effectId, effectId)).orderBy(asc(decisions.decisionId)),
+  ]);
+  return { effect, releases: releaseRows, attempts: attemptRows, evidence: evidenceRows, fact: factRows[0] ?? null, decisions: decisionRows };
+}
+
+export async function listEffectsByStage(db: LedgerDb, stage: EffectStage, limit = 100): Promise<(typeof effects.$inferSelect)[]> {
+  return db.select().from(effects).where(eq(effects.stage, stage)).orderBy(desc(effects.stageChangedAt)).limit(limit);
+}
+
+export async function readEffect(db: LedgerDb, effectId: string): Promise<typeof effects.$inferSelect | null> {
+  const [effect] = await db.select().from(effects).where(eq(effects.effectId, effectId));
+  return effect ?? null;
+}
+
+/** The released package and the effect's routing, in one read. */
+export async function readRelease(db: LedgerDb, effectId: string, revision: number) {
+  const [row] = await db
+    .select({ release: releases, destination: effects.destination, operation: effects.operation })
+    .from(releases)
+    .innerJoin(effects, eq(effects.effectId, releases.effectId))
+    .where(and(eq(releases.effectId, effectId), eq(releases.revision, revision)));
+  return row ?? null;
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job, from a fresh clone: `npm run demo`. Starts the dev server with its Web UI, the ledger,
+# the provider simulator and a worker; approves a handful of effects; prints each ledger trail; leaves
+# the UI up until Ctrl-C.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+exec npx tsx scripts/demo.ts "$@"

@@ -1,0 +1,103 @@
+// The demo: real effects through the real stack, then the Web UI left up to look at.
+//   npm run demo              (Ctrl-C stops everything)
+//   npm run demo -- --exit    (stop after printing the trails)
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Command } from 'commander';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { createDestinations } from '../activities/destinations/registry.js';
+import { openLedger } from '../ledger/db.js';
+import { EffectConflictError } from '../ledger/errors.js';
+import { migrateLedger } from '../ledger/migrate.js';
+import { formatTrail } from '../ledger/trail-format.js';
+import { readTrail } from '../ledger/trail.js';
+import { databaseUrl, loadTemporalConfig } from '../workers/config.js';
+import { createEffectWorker } from '../workers/effect-worker.js';
+import { EffectLedgerClient } from '../workflows/client.js';
+import { startConfiguredDevServer } from './dev-server.js';
+
+const options = new Command('demo')
+  .option('--exit', 'stop after printing the trails')
+  .option('--tag <tag>', 'prefix of this run\'s effect IDs (default: the time), so each run approves new effects')
+  .parse()
+  .opts<{ exit?: boolean; tag?: string }>();
+const tag = options.tag ?? `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`;
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
+const approvals = [
+  { note: 'a task for request-17', effectId: 'task:request-17', destination: 'keyed-api', operation: 'task.create', payload: { title: 'Prepare preview', request: 'request-17' } },
+  { note: 'the same delivery again (absorbed)', effectId: 'task:request-17', destination: 'keyed-api', operation: 'task.create', payload: { title: 'Prepare preview', request: 'request-17' } },
+  { note: 'its look-alike for request-18 (not lost)', effectId: 'task:request-18', destination: 'keyed-api', operation: 'task.create', payload: { title: 'Prepare preview', request: 'request-18' } },
+  { note: 'a refund', effectId: 'refund:A-1', destination: 'keyed-api', operation: 'refund.create', payload: { charge: 'ch_A1', amount: 4000, currency: 'EUR' } },
+  { note: 'the same refund ID with another amount (conflict)', effectId: 'refund:A-1', destination: 'keyed-api', operation: 'refund.create', payload: { charge: 'ch_A1', amount: 4500, currency: 'EUR' } },
+  { note: 'a refund the provider refuses', effectId: 'refund:A-2', destination: 'keyed-api', operation: 'refund.create', payload: { charge: 'ch_A2', amount: -5, currency: 'EUR' } },
+].map((a) => ({ ...a, effectId: `${tag}.${a.effectId}`, approvedBy: 'demo@effect-ledger.local', authorizationRef: 'DEMO-APPROVAL-1' }));
+
+async function startSimulator(): Promise<{ url: string; stop(): void }> {
+  const entry = fileURLToPath(new URL('./provider-simulator.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--port', '0'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`simulator exited (${code})`)));
+  });
+  return { url: (JSON.parse(line) as { url: string }).url, stop: () => child.kill('SIGTERM') };
+}
+
+const config = loadTemporalConfig();
+process.stdout.write(`Starting the Temporal dev server on ${config.devServer.ip}:${config.devServer.port} (UI :${config.devServer.uiPort})...\n`);
+const [env, simulator] = await Promise.all([startConfiguredDevServer(config), startSimulator(), migrateLedger()]);
+const ledger = openLedger(databaseUrl());
+const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue: config.taskQueue });
+const worker = await createEffectWorker({
+  connection: env.nativeConnection,
+  namespace: config.namespace,
+  taskQueue: config.taskQueue,
+  db: ledger.db,
+  destinations: createDestinations({ providerUrl: simulator.url }),
+  identity: 'effect-ledger-demo',
+});
+const running = worker.run();
+
+process.stdout.write(`Provider simulator at ${simulator.url}\n\n`);
+for (const { note, ...request } of approvals) {
+  try {
+    const approval = await effects.approve(request);
+    const result = approval.created || !['recorded', 'rejected', 'abandoned'].includes(approval.stage) ? await effects.result(request.effectId) : approval;
+    process.stdout.write(`✔ ${note}: ${approval.created ? 'approved' : 'already approved'} → ${result.stage}\n`);
+  } catch (error) {
+    const label = error instanceof EffectConflictError ? 'refused (conflict)' : 'failed';
+    process.stdout.write(`✘ ${note}: ${label}: ${(error as Error).message}\n`);
+  }
+}
+
+const providerObjects = (await (await fetch(`${simulator.url}/v1/objects?limit=100`)).json()) as { data: unknown[] };
+process.stdout.write(`\nObjects at the provider: ${providerObjects.data.length}\n\nLedger trails:\n`);
+for (const effectId of [...new Set(approvals.map((a) => a.effectId))]) {
+  const trail = await readTrail(ledger.db, effectId);
+  if (trail) process.stdout.write(`${formatTrail(trail)}\n\n`);
+}
+
+const ui = `http://${config.devServer.ip}:${config.devServer.uiPort}/namespaces/${config.namespace}/workflows`;
+process.stdout.write(`Temporal Web UI: ${ui}\n  filter: EffectStage = "recorded"   (or "unknown" for effects that need a human)\n`);
+
+const shutdown = async () => {
+  worker.shutdown();
+  await running.catch(() => undefined);
+  simulator.stop();
+  await ledger.close();
+  await env.teardown();
+};
+if (options.exit) {
+  await shutdown();
+} else {
+  process.stdout.write('The UI stays up while this runs. Ctrl-C stops the dev server, the worker and the simulator.\n');
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void shutdown().then(() => process.exit(0));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}

@@ -1,0 +1,129 @@
+// effect: the command-line face of the backend API.
+//   effect approve [file|-]        approve the effect described by a JSON request (stdin by default)
+//   effect status ID               the ledger trail and the workflow's live view
+//   effect list --stage STAGE      effects in a stage
+// Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 not found, 1 other.
+import { readFileSync } from 'node:fs';
+import { Client, Connection } from '@temporalio/client';
+import { Command, InvalidArgumentError } from 'commander';
+import { openLedger, type Ledger } from '../ledger/db.js';
+import { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
+import { formatTrail } from '../ledger/trail-format.js';
+import { databaseUrl, loadTemporalConfig } from '../workers/config.js';
+import { EffectLedgerClient } from '../workflows/client.js';
+import { validateEffectRequest } from '../workflows/effect-request.js';
+import { EFFECT_STAGES, isEffectStage, type EffectStage } from '../workflows/stages.js';
+
+export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4 } as const;
+
+interface Session {
+  effects: EffectLedgerClient;
+  close(): Promise<void>;
+}
+
+async function openSession(): Promise<Session> {
+  const config = loadTemporalConfig();
+  const connection = await Connection.connect({ address: config.address });
+  const ledger: Ledger = openLedger(databaseUrl(), { max: 2 });
+  const client = new Client({ connection, namespace: config.namespace });
+  return {
+    effects: new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue }),
+    async close() {
+      await Promise.allSettled([connection.close(), ledger.close()]);
+    },
+  };
+}
+
+function readRequest(source: string): unknown {
+  const text = readFileSync(source === '-' ? 0 : source, 'utf8');
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InvalidEffectRequestError('malformed', `request is not JSON (${(error as Error).message})`);
+  }
+}
+
+function print(json: boolean, value: unknown, text: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${text()}\n`);
+}
+
+function parseStage(value: string): EffectStage {
+  if (!isEffectStage(value)) throw new InvalidArgumentError(`stage must be one of ${EFFECT_STAGES.join(', ')}`);
+  return value;
+}
+
+async function withSession(action: (session: Session) => Promise<void>): Promise<void> {
+  const session = await openSession();
+  try {
+    await action(session);
+  } finally {
+    await session.close();
+  }
+}
+
+export function buildProgram(): Command {
+  // exitOverride before the subcommands exist, so they inherit it and bad arguments reach our exit codes.
+  const program = new Command('effect').description('Approve and inspect business effects carried by effect-ledger.').exitOverride();
+  program
+    .command('approve')
+    .description('approve an effect from a JSON request file (or - / nothing for stdin)')
+    .argument('[file]', 'request file', '-')
+    .option('--json', 'print JSON')
+    .action(async (file: string, opts: { json?: boolean }) => {
+      // Validate before connecting anywhere: bad input changes nothing and needs no server.
+      const request = readRequest(file);
+      validateEffectRequest(request);
+      await withSession(async ({ effects }) => {
+        const result = await effects.approve(request);
+        print(!!opts.json, result, () => `${result.created ? 'approved' : 'already approved'}: ${result.effectId} [${result.stage}]${result.fact ? ` → ${result.fact.externalId}` : ''}`);
+      });
+    });
+  program
+    .command('status')
+    .description("an effect's ledger trail and its workflow's live view")
+    .argument('<effectId>')
+    .option('--json', 'print JSON')
+    .action(async (effectId: string, opts: { json?: boolean }) => {
+      await withSession(async ({ effects }) => {
+        const report = await effects.status(effectId);
+        print(!!opts.json, report, () => formatTrail(report.trail) + (report.live?.awaiting ? `\n  awaiting: ${report.live.awaiting}` : ''));
+      });
+    });
+  program
+    .command('list')
+    .description('effects in a stage, most recently moved first')
+    .requiredOption('--stage <stage>', `one of ${EFFECT_STAGES.join(', ')}`, parseStage)
+    .option('--limit <n>', 'at most this many', (v) => Number.parseInt(v, 10), 100)
+    .option('--json', 'print JSON')
+    .action(async (opts: { stage: EffectStage; limit: number; json?: boolean }) => {
+      await withSession(async ({ effects }) => {
+        const rows = await effects.listByStage(opts.stage, opts.limit);
+        print(!!opts.json, rows, () => rows.map((r) => `${r.effectId}\t${r.stage}\t${r.stageChangedAt.toISOString()}\t${r.destination} ${r.operation}: ${r.summary}`).join('\n') || `(no effects in ${opts.stage})`);
+      });
+    });
+  return program;
+}
+
+export function exitCodeFor(error: unknown): number {
+  if (error instanceof InvalidEffectRequestError) return EXIT.invalid;
+  if (error instanceof EffectConflictError) return EXIT.conflict;
+  if (error instanceof EffectNotFoundError) return EXIT.notFound;
+  return EXIT.failure;
+}
+
+const program = buildProgram();
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  const code = (error as { code?: string }).code;
+  if (typeof code === 'string' && code.startsWith('commander.')) {
+    // Commander already printed its message; help and version are not errors.
+    process.exitCode = code === 'commander.helpDisplayed' || code === 'commander.version' ? EXIT.ok : EXIT.invalid;
+  } else {
+    const exit = exitCodeFor(error);
+    const name = (error as Error).name ?? 'Error';
+    process.stderr.write(`${name}: ${(error as Error).message}\n`);
+    if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify({ error: name, code: (error as { code?: unknown }).code, message: (error as Error).message })}\n`);
+    process.exitCode = exit;
+  }
+}

@@ -1,0 +1,95 @@
+// Fault injection: a FIFO queue of one-shot faults, each consumed by the next
+// effectful POST it matches, plus cancellable delays so close()/reset never wait
+// on a fault's timer.
+import { z } from 'zod';
+
+export const FAULT_KINDS = [
+  'fail_before_commit', // nothing stored, socket destroyed without a response
+  'drop_after_commit', // stored, socket destroyed without a response
+  'delay_after_commit', // stored, response sent after delayMs
+  'delay_before_commit', // wait delayMs (idempotency key in flight), then proceed
+  'status_500_after_commit', // stored, answered 500
+  'status_503_before_commit', // nothing stored, answered 503 + Retry-After
+] as const;
+
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export const DEFAULT_FAULT_DELAY_MS = 5000;
+
+export const faultRequestSchema = z
+  .object({
+    kind: z.enum(FAULT_KINDS),
+    path: z.string().startsWith('/', 'path must start with "/"').optional(),
+    delayMs: z.number().int().min(0).max(600_000).optional(),
+    count: z.number().int().min(1).max(10_000).default(1),
+  })
+  .strict();
+
+export type FaultRequest = z.infer<typeof faultRequestSchema>;
+
+export interface Fault {
+  kind: FaultKind;
+  /** Path prefix the fault applies to; null = any effectful POST. */
+  path: string | null;
+  delayMs: number;
+}
+
+export class FaultQueue {
+  readonly #queue: Fault[] = [];
+
+  /** Queue `count` copies; returns what was queued. */
+  add(request: FaultRequest): Fault[] {
+    const fault: Fault = {
+      kind: request.kind,
+      path: request.path ?? null,
+      delayMs: request.delayMs ?? DEFAULT_FAULT_DELAY_MS,
+    };
+    const added = Array.from({ length: request.count }, () => ({ ...fault }));
+    this.#queue.push(...added);
+    return added;
+  }
+
+  /** Remove and return the oldest fault matching `path`, if any. */
+  take(path: string): Fault | undefined {
+    const index = this.#queue.findIndex((f) => f.path === null || path.startsWith(f.path));
+    return index === -1 ? undefined : this.#queue.splice(index, 1)[0];
+  }
+
+  list(): Fault[] {
+    return this.#queue.map((f) => ({ ...f }));
+  }
+
+  clear(): number {
+    return this.#queue.splice(0).length;
+  }
+}
+
+export class DelayCancelledError extends Error {
+  constructor() {
+    super('delay cancelled because the simulator was reset or closed');
+  }
+}
+
+/** Timers behind fault delays, tracked so they can be cancelled instead of awaited. */
+export class Delays {
+  readonly #pending = new Map<NodeJS.Timeout, () => void>();
+
+  wait(ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(timer);
+        resolve();
+      }, ms);
+      timer.unref(); // a pending fault must never keep the process alive on its own
+      this.#pending.set(timer, () => reject(new DelayCancelledError()));
+    });
+  }
+
+  cancelAll(): void {
+    for (const [timer, cancel] of this.#pending) {
+      clearTimeout(timer);
+      cancel();
+    }
+    this.#pending.clear();
+  }
+}

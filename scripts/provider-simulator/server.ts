@@ -1,0 +1,462 @@
+// HTTP front of the provider simulator: a Stripe-style keyed API (/v1), a
+// key-less social-style API (/social/v1) and a control API (/_control) that
+// injects faults. Plain node:http so tests exercise real sockets, including
+// connections that die without a response.
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { z } from 'zod';
+import { Delays, DelayCancelledError, FaultQueue, faultRequestSchema } from './faults.js';
+import type { Fault } from './faults.js';
+import { Collection, IdempotencyStore, bodySha256, randomId } from './store.js';
+import type { Json, JsonObject, KeyRecord } from './store.js';
+
+export interface ProviderSimulatorOptions {
+  /** How long a completed idempotency key is remembered (default 24 h, like Stripe). */
+  keyRetentionMs?: number;
+  /** Only this many newest social posts are visible through listing (default 100). */
+  keylessListLimit?: number;
+}
+
+export interface ProviderSimulator {
+  server: http.Server;
+  /** Resolves to the base URL, e.g. http://127.0.0.1:54321 */
+  listen(port?: number, host?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_KEY_RETENTION_MS = 86_400_000;
+export const DEFAULT_KEYLESS_LIST_LIMIT = 100;
+
+const OBJECTS_PATH = '/v1/objects';
+const POSTS_PATH = '/social/v1/posts';
+const MAX_BODY_BYTES = 1_000_000;
+const MAX_KEY_LENGTH = 255;
+
+type ProviderObject = JsonObject & { id: string };
+type SocialPost = JsonObject & { id: string };
+
+interface Reply {
+  status: number;
+  body: object;
+  headers?: Record<string, string>;
+}
+
+class HttpError extends Error {
+  readonly reply: Reply;
+  constructor(status: number, error: JsonObject, headers?: Record<string, string>) {
+    super(typeof error['message'] === 'string' ? error['message'] : `HTTP ${status}`);
+    this.reply = headers ? { status, body: { error }, headers } : { status, body: { error } };
+  }
+}
+
+const invalidRequest = (message: string, extra: JsonObject = {}, status = 400) =>
+  new HttpError(status, { type: 'invalid_request_error', message, ...extra });
+
+const retentionSchema = z.object({ keyRetentionMs: z.number().int().min(0) }).strict();
+
+interface Ctx {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  /** First path parameter, URL-decoded ('' when the route has none). */
+  param: string;
+}
+
+interface Route {
+  method: string;
+  pattern: RegExp;
+  handler: (ctx: Ctx) => void | Promise<void>;
+}
+
+export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): ProviderSimulator {
+  const initialRetentionMs = opts.keyRetentionMs ?? DEFAULT_KEY_RETENTION_MS;
+  const keylessListLimit = opts.keylessListLimit ?? DEFAULT_KEYLESS_LIST_LIMIT;
+
+  const objects = new Collection<ProviderObject>();
+  const posts = new Collection<SocialPost>();
+  const keys = new IdempotencyStore(initialRetentionMs);
+  const faults = new FaultQueue();
+  const delays = new Delays();
+  const postCounts = { [OBJECTS_PATH]: 0, [POSTS_PATH]: 0 };
+
+  /**
+   * Shared skeleton of the two effectful POSTs: count it, take its fault, let
+   * `produce` do the work (it handles delay_before_commit itself, because only
+   * it knows when the key is in flight), then let the fault shape the response.
+   * After-commit faults act on whatever `produce` answered, errors included.
+   */
+  async function effectfulPost(
+    path: typeof OBJECTS_PATH | typeof POSTS_PATH,
+    { req, res }: Ctx,
+    produce: (req: IncomingMessage, beforeCommit: () => Promise<void>) => Promise<Reply>,
+  ): Promise<void> {
+    postCounts[path]++;
+    const fault = faults.take(path);
+    if (fault?.kind === 'fail_before_commit') return void res.destroy();
+    if (fault?.kind === 'status_503_before_commit') {
+      return send(res, {
+        status: 503,
+        body: { error: { type: 'api_error', message: 'Service unavailable (injected fault).' } },
+        headers: { 'retry-after': '1' },
+      });
+    }
+    const beforeCommit = async () => {
+      if (fault?.kind === 'delay_before_commit') await delays.wait(fault.delayMs);
+    };
+    const reply = await produce(req, beforeCommit).catch(asReply);
+    await afterCommit(fault, res, reply);
+  }
+
+  async function afterCommit(fault: Fault | undefined, res: ServerResponse, reply: Reply): Promise<void> {
+    switch (fault?.kind) {
+      case 'drop_after_commit':
+        return void res.destroy();
+      case 'status_500_after_commit':
+        return send(res, { status: 500, body: { error: { type: 'api_error', message: 'Internal error (injected fault).' } } });
+      case 'delay_after_commit':
+        await delays.wait(fault.delayMs);
+        return send(res, reply); // no-op if the client already gave up
+      default:
+        return send(res, reply);
+    }
+  }
+
+  // ---- keyed, Stripe-style API --------------------------------------------
+
+  async function createObject(req: IncomingMessage, beforeCommit: () => Promise<void>): Promise<Reply> {
+    const body = await readJsonObject(req);
+    const key = idempotencyKey(req);
+    // Validation runs before the key is claimed: like Stripe, rejected requests are not stored under the key.
+    validateAmount(body);
+    const sha256 = bodySha256(body);
+    const claim = key === null ? null : keys.claim(key, sha256);
+    const reserved = claim?.kind === 'reserved' ? claim.record : null;
+    try {
+      await beforeCommit();
+      if (claim?.kind === 'replay') return { ...claim.response, headers: { 'idempotent-replayed': 'true' } };
+      if (claim?.kind === 'mismatch') {
+        throw new HttpError(400, {
+          type: 'idempotency_error',
+          message: 'Keys for idempotent requests can only be used with the same parameters they were first used with.',
+        });
+      }
+      if (claim?.kind === 'in_use') {
+        throw new HttpError(409, {
+          type: 'idempotency_error',
+          code: 'idempotency_key_in_use',
+          message: 'There is currently another in-progress request using this Idempotency-Key. Please try again later.',
+        });
+      }
+      return commitObject(body, key, sha256, reserved);
+    } finally {
+      if (reserved) keys.release(reserved); // no-op once completed
+    }
+  }
+
+  function commitObject(body: JsonObject, key: string | null, sha256: string, reserved: KeyRecord | null): Reply {
+    const now = new Date();
+    const object = objects.add({
+      id: randomId('obj_'),
+      object: 'object',
+      created: Math.floor(now.getTime() / 1000),
+      created_at: now.toISOString(),
+      idempotency_key: key,
+      metadata: body['metadata'] ?? {},
+      body_sha256: sha256,
+      request: body,
+    });
+    const reply = { status: 200, body: object };
+    if (reserved) keys.complete(reserved, object.id, reply);
+    return reply;
+  }
+
+  function listObjects({ res, url }: Ctx): void {
+    const limit = intParam(url, 'limit', 10, 100);
+    const startingAfter = url.searchParams.get('starting_after');
+    const before = startingAfter === null ? undefined : objects.position(startingAfter);
+    if (startingAfter !== null && before === undefined) {
+      throw invalidRequest(`No such object: '${startingAfter}'`, { code: 'resource_missing', param: 'starting_after' });
+    }
+    const filters = metadataFilters(url);
+    const { page, hasMore } = objects.newestFirst({
+      limit,
+      before,
+      match: filters.length === 0 ? undefined : (o) => matchesMetadata(o['metadata'], filters),
+    });
+    send(res, { status: 200, body: { object: 'list', data: page, has_more: hasMore } });
+  }
+
+  function getObject({ res, param }: Ctx): void {
+    const object = objects.get(param);
+    if (!object) throw invalidRequest(`No such object: '${param}'`, { code: 'resource_missing' }, 404);
+    send(res, { status: 200, body: object });
+  }
+
+  function getIdempotencyKey({ res, param }: Ctx): void {
+    const record = keys.get(param);
+    if (!record) throw invalidRequest(`No such idempotency key: '${param}'`, { code: 'resource_missing' }, 404);
+    send(res, {
+      status: 200,
+      body: {
+        key: record.key,
+        status: record.status,
+        object_id: record.objectId,
+        created_at: new Date(record.createdAtMs).toISOString(),
+        expires_at: new Date(keys.expiresAtMs(record)).toISOString(),
+      },
+    });
+  }
+
+  // ---- key-less, social-style API -----------------------------------------
+
+  async function createPost(req: IncomingMessage, beforeCommit: () => Promise<void>): Promise<Reply> {
+    const body = await readJsonObject(req); // any Idempotency-Key header is deliberately ignored
+    if (typeof body['text'] !== 'string') {
+      throw new HttpError(422, { type: 'validation_error', message: '"text" is required and must be a string.' });
+    }
+    await beforeCommit();
+    const post = posts.add({
+      id: randomId('post_'),
+      created_at: new Date().toISOString(),
+      text: body['text'],
+      body_sha256: bodySha256(body),
+      metadata: body['metadata'] ?? {},
+      request: body,
+    });
+    return { status: 200, body: post };
+  }
+
+  function listPosts({ res, url }: Ctx): void {
+    const pageSize = intParam(url, 'page_size', 20, 50);
+    const cursor = url.searchParams.get('cursor');
+    const { page, hasMore } = posts.newestFirst({
+      limit: pageSize,
+      before: cursor === null ? undefined : decodeCursor(cursor),
+      window: keylessListLimit, // older posts are simply not listable
+    });
+    const last = page.at(-1);
+    const next = hasMore && last ? encodeCursor(posts.position(last.id) ?? 0) : null;
+    send(res, { status: 200, body: { data: page, next_cursor: next } });
+  }
+
+  function getPost({ res, param }: Ctx): void {
+    const post = posts.get(param);
+    if (!post) throw new HttpError(404, { type: 'not_found', message: `No such post: '${param}'` });
+    send(res, { status: 200, body: post });
+  }
+
+  // ---- control API ----------------------------------------------------------
+
+  async function addFaults({ req, res }: Ctx): Promise<void> {
+    const request = parseControl(faultRequestSchema, await readJson(req));
+    const queued = faults.add(request);
+    send(res, { status: 200, body: { queued, pending: faults.list().length } });
+  }
+
+  function reset({ res }: Ctx): void {
+    delays.cancelAll(); // requests parked in a fault delay belong to the old world: drop them
+    objects.clear();
+    posts.clear();
+    keys.clear();
+    keys.retentionMs = initialRetentionMs;
+    faults.clear();
+    postCounts[OBJECTS_PATH] = 0;
+    postCounts[POSTS_PATH] = 0;
+    send(res, { status: 200, body: { reset: true } });
+  }
+
+  async function setRetention({ req, res }: Ctx): Promise<void> {
+    keys.retentionMs = parseControl(retentionSchema, await readJson(req)).keyRetentionMs;
+    send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } });
+  }
+
+  const routes: Route[] = [
+    { method: 'POST', pattern: /^\/v1\/objects$/, handler: (ctx) => effectfulPost(OBJECTS_PATH, ctx, createObject) },
+    { method: 'GET', pattern: /^\/v1\/objects$/, handler: listObjects },
+    { method: 'GET', pattern: /^\/v1\/objects\/([^/]+)$/, handler: getObject },
+    { method: 'GET', pattern: /^\/v1\/idempotency_keys\/([^/]+)$/, handler: getIdempotencyKey },
+    { method: 'POST', pattern: /^\/social\/v1\/posts$/, handler: (ctx) => effectfulPost(POSTS_PATH, ctx, createPost) },
+    { method: 'GET', pattern: /^\/social\/v1\/posts$/, handler: listPosts },
+    { method: 'GET', pattern: /^\/social\/v1\/posts\/([^/]+)$/, handler: getPost },
+    { method: 'POST', pattern: /^\/_control\/faults$/, handler: addFaults },
+    { method: 'GET', pattern: /^\/_control\/faults$/, handler: ({ res }) => send(res, { status: 200, body: { faults: faults.list() } }) },
+    { method: 'DELETE', pattern: /^\/_control\/faults$/, handler: ({ res }) => send(res, { status: 200, body: { cleared: faults.clear() } }) },
+    {
+      method: 'GET',
+      pattern: /^\/_control\/stats$/,
+      handler: ({ res }) =>
+        send(res, {
+          status: 200,
+          body: { posts: { ...postCounts }, objects: objects.size, socialPosts: posts.size, keys: keys.size },
+        }),
+    },
+    { method: 'POST', pattern: /^\/_control\/reset$/, handler: reset },
+    { method: 'POST', pattern: /^\/_control\/retention$/, handler: setRetention },
+    { method: 'GET', pattern: /^\/_control\/retention$/, handler: ({ res }) => send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } }) },
+  ];
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(`http://simulator${req.url ?? '/'}`);
+    const candidates = routes.filter((r) => r.pattern.test(url.pathname));
+    const found = candidates.find((r) => r.method === req.method);
+    if (!found) {
+      if (candidates.length === 0) throw invalidRequest(`Unrecognized request URL (${req.method}: ${url.pathname})`, {}, 404);
+      throw new HttpError(
+        405,
+        { type: 'invalid_request_error', message: `Method ${req.method} not allowed on ${url.pathname}` },
+        { allow: candidates.map((r) => r.method).join(', ') },
+      );
+    }
+    const raw = found.pattern.exec(url.pathname)?.[1];
+    await found.handler({ req, res, url, param: raw === undefined ? '' : decodeParam(raw) });
+  }
+
+  const server = http.createServer((req, res) => {
+    route(req, res).catch((err: unknown) => {
+      if (err instanceof DelayCancelledError) return void res.destroy();
+      if (err instanceof HttpError) return send(res, err.reply);
+      send(res, { status: 500, body: { error: { type: 'api_error', message: String(err) } } });
+    });
+  });
+
+  // Tracked so close() can cut keep-alive and parked (delayed) connections instead of waiting on them.
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  return {
+    server,
+    listen(port = 0, host = '127.0.0.1') {
+      return new Promise<string>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const { address, family, port: bound } = server.address() as AddressInfo;
+          resolve(`http://${family === 'IPv6' ? `[${address}]` : address}:${bound}`);
+        });
+      });
+    },
+    close() {
+      delays.cancelAll();
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve()); // also resolves (with an error we ignore) if never listening
+        for (const socket of sockets) socket.destroy();
+      });
+    },
+  };
+}
+
+// ---- helpers ------------------------------------------------------------------
+
+function asReply(err: unknown): Reply {
+  if (err instanceof HttpError) return err.reply;
+  throw err;
+}
+
+function send(res: ServerResponse, reply: Reply): void {
+  if (res.destroyed || res.headersSent) return;
+  res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+  res.end(JSON.stringify(reply.body));
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  let size = 0;
+  const chunks: Buffer[] = [];
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw invalidRequest(`Request body exceeds ${MAX_BODY_BYTES} bytes.`, {}, 413);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw invalidRequest('Request body is not valid JSON.');
+  }
+}
+
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+async function readJsonObject(req: IncomingMessage): Promise<JsonObject> {
+  const body = await readJson(req);
+  if (!isJsonObject(body)) throw invalidRequest('Request body must be a JSON object.');
+  return body;
+}
+
+function idempotencyKey(req: IncomingMessage): string | null {
+  const raw = req.headers['idempotency-key'];
+  if (raw === undefined) return null;
+  const key = Array.isArray(raw) ? raw.join(', ') : raw;
+  if (key.length === 0 || key.length > MAX_KEY_LENGTH) {
+    throw invalidRequest(`Idempotency-Key must be 1 to ${MAX_KEY_LENGTH} characters long.`);
+  }
+  return key;
+}
+
+/** The one validation rule, so callers can provoke a definitive (non-retryable) rejection. */
+function validateAmount(body: JsonObject): void {
+  if (!('amount' in body)) return;
+  const amount = body['amount'];
+  if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount <= 0) {
+    throw invalidRequest('Invalid amount: must be a positive integer.', { code: 'parameter_invalid', param: 'amount' });
+  }
+}
+
+function intParam(url: URL, name: string, fallback: number, max: number): number {
+  const raw = url.searchParams.get(name);
+  if (raw === null) return fallback;
+  const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= 1 && value <= max)) {
+    throw invalidRequest(`Invalid ${name}: must be an integer between 1 and ${max}.`, { param: name });
+  }
+  return value;
+}
+
+/** `metadata[KEY]=VALUE` query params, Stripe's search-by-metadata shape. */
+function metadataFilters(url: URL): Array<[string, string]> {
+  const filters: Array<[string, string]> = [];
+  for (const [name, value] of url.searchParams) {
+    const key = /^metadata\[(.+)\]$/.exec(name)?.[1];
+    if (key !== undefined) filters.push([key, value]);
+  }
+  return filters;
+}
+
+function matchesMetadata(metadata: Json | undefined, filters: Array<[string, string]>): boolean {
+  if (!isJsonObject(metadata)) return false;
+  return filters.every(([key, expected]) => {
+    const actual = metadata[key];
+    return (typeof actual === 'string' || typeof actual === 'number' || typeof actual === 'boolean') && String(actual) === expected;
+  });
+}
+
+// Cursors are opaque to clients; inside they are the insertion position of the last post returned.
+function encodeCursor(position: number): string {
+  return Buffer.from(`p${position}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): number {
+  const match = /^p(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw invalidRequest('Invalid cursor.', { param: 'cursor' });
+  return Number(match[1]);
+}
+
+function decodeParam(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw invalidRequest('Malformed percent-encoding in URL path.');
+  }
+}
+
+function parseControl<T extends z.ZodType>(schema: T, input: unknown): z.infer<T> {
+  const result = schema.safeParse(input);
+  if (!result.success) throw invalidRequest(`Invalid control request: ${z.prettifyError(result.error)}`);
+  return result.data;
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Brings a fresh machine to the point where the demo and the tests can run: Node dependencies,
+# a PostgreSQL on 127.0.0.1:5432 (or DATABASE_URL's), and a Temporal CLI. Sourced by demo.sh and test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="/usr/local/go/bin:$PWD/bin:$PATH"
+
+step() { printf '\033[1m▸ %s\033[0m\n' "$*" >&2; }
+
+# 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  step "npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# 2. PostgreSQL: use the one that answers; start the machine's cluster if it is down; install one if absent.
+pg_ready() { command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432; }
+if ! pg_ready; then
+  if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      step "installing PostgreSQL from Debian's packages"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    fi
+  fi
+  if command -v pg_ctlcluster >/dev/null && ls /etc/postgresql/*/main >/dev/null 2>&1; then
+    step "starting PostgreSQL"
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  fi
+  for _ in $(seq 1 30); do pg_ready && break; sleep 1; done
+  pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432; set DATABASE_URL to one that is" >&2; exit 1; }
+fi
+
+# 3. The Temporal CLI (dev server + Web UI): TEMPORAL_CLI, PATH, bin/, else go install (cached by Go).
+step "Temporal CLI: $(npx tsx scripts/temporal-cli.ts)"

@@ -1,0 +1,84 @@
+// Approved effect → recorded fact, and duplicate-proofing, on a real dev server, PostgreSQL and HTTP.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { EffectConflictError } from '../ledger/errors.js';
+import { startStack, type Stack } from './support/stack.js';
+import { refundRequest, taskRequest } from './support/requests.js';
+
+describe('approving effects', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack();
+  });
+  after(() => stack?.stop());
+
+  test('seed acceptance: request-17, request-17 again, request-18 → two objects, two facts', async () => {
+    const deliveries = [taskRequest('task:request-17', 'request-17'), taskRequest('task:request-17', 'request-17'), taskRequest('task:request-18', 'request-18')];
+    await stack.withWorker(async () => {
+      for (const delivery of deliveries) {
+        await stack.effects.approve(delivery);
+        await stack.effects.result(delivery.effectId);
+      }
+    });
+    const objects = (await stack.simulator.objects()).filter((o) => o.request.title === 'Prepare preview');
+    assert.equal(objects.length, 2);
+    assert.deepEqual(objects.map((o) => o.metadata.effect_id).sort(), ['task:request-17', 'task:request-18']);
+    for (const id of ['task:request-17', 'task:request-18']) {
+      const { trail } = await stack.effects.status(id);
+      assert.equal(trail.effect.stage, 'recorded');
+      assert.equal(trail.attempts.length, 1, `${id} attempts`);
+      assert.equal(trail.attempts[0]!.idempotencyKey, id);
+      assert.ok(trail.fact, `${id} has a fact`);
+      assert.equal(trail.fact.confirmedBy, 'provider_response');
+      assert.ok(objects.some((o) => o.id === trail.fact!.externalId));
+    }
+  });
+
+  test('the same effect ID with a changed amount is a conflict: no provider call, ledger unchanged', async () => {
+    await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:A-1', 4000));
+      await stack.effects.result('refund:A-1');
+    });
+    const postsBefore = (await stack.simulator.stats()).posts['/v1/objects'];
+    const before = await stack.effects.status('refund:A-1');
+    await assert.rejects(stack.effects.approve(refundRequest('refund:A-1', 4500)), (error) => {
+      assert.ok(error instanceof EffectConflictError);
+      assert.equal(error.effectId, 'refund:A-1');
+      return true;
+    });
+    assert.equal((await stack.simulator.stats()).posts['/v1/objects'], postsBefore);
+    assert.deepEqual((await stack.effects.status('refund:A-1')).trail, before.trail);
+  });
+
+  test('a definitive 4xx from the provider → rejected, no retry, evidence kept', async () => {
+    const result = await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:bad-amount', -5));
+      return stack.effects.result('refund:bad-amount');
+    });
+    assert.equal(result.stage, 'rejected');
+    const { trail } = await stack.effects.status('refund:bad-amount');
+    assert.equal(trail.effect.stage, 'rejected');
+    assert.equal(trail.attempts.length, 1);
+    assert.equal(trail.evidence.length, 1);
+    assert.equal(trail.evidence[0]!.outcome, 'rejected');
+    assert.equal(trail.evidence[0]!.httpStatus, 400);
+    assert.equal(trail.fact, null);
+    const objects = await stack.simulator.objects();
+    assert.equal(objects.filter((o) => o.metadata.effect_id === 'refund:bad-amount').length, 0);
+  });
+
+  test('re-approving a recorded effect returns its fact and calls no provider', async () => {
+    const first = await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:A-2', 1200));
+      return stack.effects.result('refund:A-2');
+    });
+    assert.equal(first.stage, 'recorded');
+    const postsBefore = (await stack.simulator.stats()).posts['/v1/objects'];
+    const again = await stack.effects.approve(refundRequest('refund:A-2', 1200));
+    assert.equal(again.created, false);
+    assert.equal(again.stage, 'recorded');
+    assert.equal(again.fact?.externalId, first.externalId);
+    assert.equal((await stack.simulator.stats()).posts['/v1/objects'], postsBefore);
+    assert.equal((await stack.effects.status('refund:A-2')).trail.attempts.length, 1);
+  });
+});

@@ -1,0 +1,76 @@
+// The stage machine against DESIGN.md's diagram: every allowed move, and a sample of forbidden ones.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { EffectView } from '../workflows/effect-view.js';
+import { idempotencyKeyFor } from '../workflows/idempotency-key.js';
+import { canMove, EFFECT_STAGES, IllegalStageTransitionError, isTerminal, nextStage, stageAfterOutcome, TRANSITIONS } from '../workflows/stages.js';
+
+const allowed: Array<[string, string]> = [
+  ['prepared', 'released'],
+  ['prepared', 'recorded'],
+  ['prepared', 'abandoned'],
+  ['released', 'attempted'],
+  ['released', 'abandoned'],
+  ['attempted', 'recorded'],
+  ['attempted', 'rejected'],
+  ['attempted', 'unknown'],
+  ['unknown', 'reconciled'],
+  ['unknown', 'attempted'],
+  ['unknown', 'recorded'],
+  ['unknown', 'abandoned'],
+  ['reconciled', 'recorded'],
+];
+
+describe('stage machine', () => {
+  test('allows exactly the moves of the design', () => {
+    const every = EFFECT_STAGES.flatMap((from) => EFFECT_STAGES.map((to) => [from, to] as const));
+    for (const [from, to] of every) {
+      const expected = allowed.some(([f, t]) => f === from && t === to);
+      assert.equal(canMove(from, to), expected, `${from} → ${to}`);
+    }
+  });
+
+  test('forbidden moves throw a typed error', () => {
+    for (const [from, to] of [
+      ['prepared', 'attempted'], // nothing leaves without a release
+      ['attempted', 'attempted'], // a retry is a new attempt row, not a move
+      ['unknown', 'rejected'], // a refusal can only come as an answer to an attempt
+      ['recorded', 'attempted'], // terminal
+      ['rejected', 'attempted'],
+      ['abandoned', 'recorded'],
+      ['reconciled', 'attempted'], // found means done: never write again
+    ] as const) {
+      assert.throws(() => nextStage(from, to), (e) => e instanceof IllegalStageTransitionError && e.from === from && e.to === to);
+    }
+  });
+
+  test('terminal stages have no way out', () => {
+    for (const stage of EFFECT_STAGES) assert.equal(isTerminal(stage), TRANSITIONS[stage].length === 0, stage);
+  });
+
+  test('provider outcomes lead where DESIGN.md says', () => {
+    assert.equal(stageAfterOutcome('confirmed'), 'recorded');
+    assert.equal(stageAfterOutcome('rejected'), 'rejected');
+    assert.equal(stageAfterOutcome('unknown'), 'unknown');
+    assert.equal(stageAfterOutcome('not_sent'), 'attempted');
+  });
+
+  test('the view refuses an illegal move and keeps its stage', () => {
+    const view = new EffectView({ effectId: 'e-1', destination: 'keyed-api', operation: 'task.create', summary: 's', callTimeoutMs: 1000 });
+    assert.throws(() => view.move('attempted'), IllegalStageTransitionError);
+    assert.equal(view.stage, 'prepared');
+    view.move('released');
+    view.addAttempt({ attemptNumber: 1, idempotencyKey: 'e-1', startedAt: '2026-01-01T00:00:00Z' });
+    view.move('attempted');
+    assert.equal(view.status().attempts[0]!.outcome, 'in_flight');
+    assert.match(view.details(), /\| 1 \| `e-1` \|/);
+  });
+});
+
+describe('idempotency key', () => {
+  test('is the effect ID, plus the step for multi-step effects, and nothing else', () => {
+    assert.equal(idempotencyKeyFor('refund:A-1'), 'refund:A-1');
+    assert.equal(idempotencyKeyFor('refund:A-1', 'main'), 'refund:A-1');
+    assert.equal(idempotencyKeyFor('onboard:42', 'email'), 'onboard:42:email');
+  });
+});

@@ -1,0 +1,22 @@
+// Approval requests as backend code would send them.
+export function taskRequest(effectId: string, request: string, title = 'Prepare preview') {
+  return {
+    effectId,
+    destination: 'keyed-api',
+    operation: 'task.create',
+    payload: { title, request },
+    approvedBy: 'ana@example.com',
+    authorizationRef: `APPROVAL-${request}`,
+  };
+}
+
+export function refundRequest(effectId: string, amount: number, charge = 'ch_1001') {
+  return {
+    effectId,
+    destination: 'keyed-api',
+    operation: 'refund.create',
+    payload: { charge, amount, currency: 'EUR' },
+    approvedBy: 'ana@example.com',
+    authorizationRef: 'REFUND-POLICY-7',
+  };
+}

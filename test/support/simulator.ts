@@ -1,0 +1,63 @@
+// The provider simulator as a separate process, and the reads a test makes of it: what objects exist
+// at the provider, how many POSTs it received, and fault injection at its network boundary.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const entry = fileURLToPath(new URL('../../scripts/provider-simulator.ts', import.meta.url));
+
+export type FaultKind =
+  | 'fail_before_commit'
+  | 'drop_after_commit'
+  | 'delay_after_commit'
+  | 'delay_before_commit'
+  | 'status_500_after_commit'
+  | 'status_503_before_commit';
+
+export interface SimulatorProcess {
+  url: string;
+  child: ChildProcess;
+  /** Every object at the keyed API (newest first). */
+  objects(): Promise<Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }>>;
+  stats(): Promise<{ posts: Record<string, number>; objects: number; socialPosts: number; keys: number }>;
+  fault(kind: FaultKind, options?: { path?: string; delayMs?: number; count?: number }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function json<T>(response: Promise<Response>): Promise<T> {
+  const r = await response;
+  if (!r.ok) throw new Error(`simulator answered ${r.status}: ${await r.text()}`);
+  return (await r.json()) as T;
+}
+
+export async function startSimulator(args: string[] = []): Promise<SimulatorProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--port', '0', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`provider simulator exited early (${code})`)));
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    url,
+    child,
+    async objects() {
+      const all: Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }> = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await json<{ data: typeof all; has_more: boolean }>(fetch(`${url}/v1/objects?limit=100${after ? `&starting_after=${after}` : ''}`));
+        all.push(...page.data);
+        if (!page.has_more || page.data.length === 0) return all;
+        after = page.data.at(-1)!.id;
+      }
+    },
+    stats: () => json(fetch(`${url}/_control/stats`)),
+    async fault(kind, options = {}) {
+      await json(fetch(`${url}/_control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind, ...options }) }));
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}

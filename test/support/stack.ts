@@ -1,0 +1,74 @@
+// A real stack per test file: a Temporal dev server on a free port, a fresh PostgreSQL database with
+// the committed migrations, the provider simulator as its own process, and workers built from the
+// same code the worker process runs. Everything stops by itself in stop().
+import { randomBytes } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import postgres from 'postgres';
+import { createDestinations } from '../../activities/destinations/registry.js';
+import { openLedger, type Ledger } from '../../ledger/db.js';
+import { migrateLedger } from '../../ledger/migrate.js';
+import { startDevServer } from '../../scripts/dev-server.js';
+import { loadTemporalConfig } from '../../workers/config.js';
+import { bundleEffectWorkflows, createEffectWorker } from '../../workers/effect-worker.js';
+import { EffectLedgerClient } from '../../workflows/client.js';
+import { startSimulator, type SimulatorProcess } from './simulator.js';
+
+// Workers' state changes are noise in test output; warnings and errors still show.
+Runtime.install({ logger: new DefaultLogger('WARN') });
+
+const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface Stack {
+  env: TestWorkflowEnvironment;
+  ledger: Ledger;
+  databaseUrl: string;
+  simulator: SimulatorProcess;
+  taskQueue: string;
+  namespace: string;
+  effects: EffectLedgerClient;
+  /** Runs fn while a worker polls the task queue; the worker stops when fn settles. */
+  withWorker<T>(fn: () => Promise<T>): Promise<T>;
+  stop(): Promise<void>;
+}
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+export async function startStack(options: { callTimeoutMs?: number } = {}): Promise<Stack> {
+  const config = loadTemporalConfig();
+  const dbName = `effect_ledger_test_${randomBytes(5).toString('hex')}`;
+  const databaseUrl = new URL(adminUrl);
+  databaseUrl.pathname = `/${dbName}`;
+  bundle ??= bundleEffectWorkflows();
+  const [env, simulator] = await Promise.all([startDevServer({ config }), startSimulator(), migrateLedger(databaseUrl.toString())]);
+  const ledger = openLedger(databaseUrl.toString());
+  const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
+  const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue, callTimeoutMs: options.callTimeoutMs });
+  const workflowBundle = await bundle;
+
+  return {
+    env,
+    ledger,
+    databaseUrl: databaseUrl.toString(),
+    simulator,
+    taskQueue,
+    namespace: config.namespace,
+    effects,
+    async withWorker(fn) {
+      const worker = await createEffectWorker({
+        connection: env.nativeConnection,
+        namespace: config.namespace,
+        taskQueue,
+        workflowBundle,
+        db: ledger.db,
+        destinations: createDestinations({ providerUrl: simulator.url }),
+      });
+      return worker.runUntil(fn());
+    },
+    async stop() {
+      await Promise.allSettled([env.teardown(), simulator.stop(), ledger.close()]);
+      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).finally(() => admin.end());
+    },
+  };
+}

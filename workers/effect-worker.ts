@@ -1,0 +1,32 @@
+// Builds the worker that hosts the effect workflow and its activities. The process entry (main.ts),
+// the demo and the tests all build it here, so they run the same code.
+import { fileURLToPath } from 'node:url';
+import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { createEffectActivities, type ActivityDeps } from '../activities/index.js';
+
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** Bundles the workflow code once; tests and the demo reuse the bundle across workers. */
+export function bundleEffectWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+}
+
+export interface EffectWorkerOptions extends ActivityDeps {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** Identity shown in the Web UI's worker list. */
+  identity?: string;
+}
+
+export async function createEffectWorker(options: EffectWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...(options.identity ? { identity: options.identity } : {}),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
+    activities: createEffectActivities(options),
+  });
+}

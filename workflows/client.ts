@@ -1,0 +1,131 @@
+// The backend API: what a service imports to approve effects and look at them.
+//
+//   const effects = new EffectLedgerClient({ client, db, taskQueue });
+//   await effects.approve({ effectId: 'refund:A-1', destination: 'keyed-api', operation: 'refund.create',
+//                           payload: {...}, approvedBy: 'ana@example.com', authorizationRef: 'TICKET-9' });
+//
+// Approval is idempotent: the same effect ID with the same fingerprint returns the existing effect
+// (open or closed run) and causes no new attempt; with another fingerprint it throws
+// EffectConflictError before any provider is touched. The ledger, not Temporal's retention, is the
+// lasting record of which effect IDs exist.
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { LedgerDb } from '../ledger/db.js';
+import { EffectNotFoundError } from '../ledger/errors.js';
+import { registerEffect } from '../ledger/registration.js';
+import { listEffectsByStage, readTrail, type EffectTrail } from '../ledger/trail.js';
+import { EFFECT_WORKFLOW_TYPE, statusQuery, type EffectInput, type EffectResult, type EffectStatus } from './contract.js';
+import type { effectWorkflow } from './effect-workflow.js';
+import { validateEffectRequest } from './effect-request.js';
+import { effectDestinationKey, effectOperationKey, effectStageKey } from './search-attributes.js';
+import { isTerminal, type EffectStage } from './stages.js';
+
+export interface EffectLedgerClientOptions {
+  client: Client;
+  db: LedgerDb;
+  taskQueue: string;
+  /** Overrides every destination's call timeout (tests make UNKNOWN happen quickly). */
+  callTimeoutMs?: number;
+}
+
+export interface ApprovalResult {
+  effectId: string;
+  /** False when the effect ID was already approved with the same fingerprint. */
+  created: boolean;
+  stage: EffectStage;
+  fact: { externalId: string; externalUrl: string | null } | null;
+}
+
+export interface EffectReport {
+  trail: EffectTrail;
+  /** The running workflow's own view; null once it has closed or its history has expired. */
+  live: EffectStatus | null;
+}
+
+export class EffectLedgerClient {
+  constructor(private readonly options: EffectLedgerClientOptions) {}
+
+  async approve(request: unknown): Promise<ApprovalResult> {
+    const valid = validateEffectRequest(request);
+    const { effect, created } = await registerEffect(this.options.db, {
+      effectId: valid.effectId,
+      destination: valid.destination,
+      operation: valid.operation,
+      fingerprint: valid.fingerprint,
+      payload: valid.payload,
+      approvedBy: valid.approvedBy,
+      authorizationRef: valid.authorizationRef,
+      summary: valid.summary,
+      mechanism: valid.contract.mechanism,
+      keyRetentionSeconds: valid.contract.keyRetentionSeconds,
+    });
+    const stage = effect.stage as EffectStage;
+    if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
+
+    const input: EffectInput = {
+      effectId: effect.effectId,
+      destination: effect.destination,
+      operation: effect.operation,
+      summary: effect.summary,
+      callTimeoutMs: this.options.callTimeoutMs ?? valid.contract.callTimeoutMs,
+    };
+    try {
+      await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {
+        workflowId: effect.effectId,
+        taskQueue: this.options.taskQueue,
+        args: [input],
+        // Never a second run for an effect ID while Temporal remembers the first; join an open one.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: [
+          { key: effectStageKey, value: 'prepared' },
+          { key: effectDestinationKey, value: effect.destination },
+          { key: effectOperationKey, value: effect.operation },
+        ],
+        staticSummary: `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`,
+        staticDetails: [
+          `**Effect** \`${effect.effectId}\``,
+          `- destination: ${effect.destination} (${effect.mechanism}${effect.keyRetentionSeconds ? `, key kept ${effect.keyRetentionSeconds} s` : ''})`,
+          `- operation: \`${effect.operation}\``,
+          `- approved by ${effect.approvedBy} under ${effect.authorizationRef}`,
+          `- fingerprint \`${effect.fingerprint.slice(0, 16)}…\``,
+        ].join('\n'),
+      });
+    } catch (error) {
+      // A closed run with this ID exists: the effect already ran; the ledger says how it ended.
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
+  }
+
+  /** Waits for the effect's workflow to finish (or to be reported as finished by the ledger). */
+  async result(effectId: string): Promise<EffectResult> {
+    return this.options.client.workflow.getHandle<typeof effectWorkflow>(effectId).result();
+  }
+
+  async status(effectId: string): Promise<EffectReport> {
+    const trail = await readTrail(this.options.db, effectId);
+    if (!trail) throw new EffectNotFoundError(effectId);
+    return { trail, live: await this.live(effectId) };
+  }
+
+  listByStage(stage: EffectStage, limit?: number) {
+    return listEffectsByStage(this.options.db, stage, limit);
+  }
+
+  private async live(effectId: string): Promise<EffectStatus | null> {
+    const handle = this.options.client.workflow.getHandle(effectId);
+    try {
+      const description = await handle.describe();
+      if (description.status.name !== 'RUNNING') return null;
+      return await handle.query(statusQuery);
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return null;
+      throw error;
+    }
+  }
+
+  private async fact(effectId: string) {
+    const trail = await readTrail(this.options.db, effectId);
+    return trail?.fact ? { externalId: trail.fact.externalId, externalUrl: trail.fact.externalUrl } : null;
+  }
+}

@@ -1,0 +1,70 @@
+// What the workflow knows about its effect, and how it shows it: the status query's answer and the
+// markdown "current details" in the Web UI. Pure: stage moves go through the stage machine.
+import type { AttemptView, EffectInput, EffectStatus, OutcomeClass } from './contract.js';
+import { nextStage, type EffectStage } from './stages.js';
+
+export class EffectView {
+  private current: EffectStatus;
+
+  constructor(input: EffectInput) {
+    this.current = {
+      effectId: input.effectId,
+      stage: 'prepared',
+      destination: input.destination,
+      operation: input.operation,
+      summary: input.summary,
+      attempts: [],
+    };
+  }
+
+  get stage(): EffectStage {
+    return this.current.stage;
+  }
+
+  /** Moves the stage (throws on a move the stage machine forbids) and says what is awaited next. */
+  move(to: EffectStage, awaiting?: string): void {
+    if (to !== this.current.stage) this.current.stage = nextStage(this.current.stage, to);
+    this.current.awaiting = awaiting;
+  }
+
+  await(awaiting: string | undefined): void {
+    this.current.awaiting = awaiting;
+  }
+
+  addAttempt(attempt: { attemptNumber: number; idempotencyKey: string; startedAt: string }): void {
+    this.current.attempts.push({ ...attempt, outcome: 'in_flight' });
+  }
+
+  settleAttempt(attemptNumber: number, outcome: OutcomeClass, detail: string): void {
+    const found = this.current.attempts.find((a) => a.attemptNumber === attemptNumber);
+    if (found) Object.assign(found, { outcome, detail } satisfies Partial<AttemptView>);
+  }
+
+  setResult(externalId: string, externalUrl?: string | null): void {
+    this.current.externalId = externalId;
+    if (externalUrl) this.current.externalUrl = externalUrl;
+  }
+
+  status(): EffectStatus {
+    return JSON.parse(JSON.stringify(this.current)) as EffectStatus;
+  }
+
+  /** Markdown for the Web UI's "current details". */
+  details(): string {
+    const s = this.current;
+    const lines = [
+      `**${s.stage.toUpperCase()}** · ${s.destination} \`${s.operation}\` · ${s.summary}`,
+      '',
+      s.awaiting ? `Awaiting: ${s.awaiting}` : '',
+      s.externalId ? `Result: \`${s.externalId}\`${s.externalUrl ? ` (${s.externalUrl})` : ''}` : '',
+      '',
+    ];
+    if (s.attempts.length) {
+      lines.push('| # | idempotency key | started | outcome |', '|---|---|---|---|');
+      for (const a of s.attempts) {
+        lines.push(`| ${a.attemptNumber} | \`${a.idempotencyKey}\` | ${a.startedAt} | ${a.outcome}${a.detail ? `: ${a.detail}` : ''} |`);
+      }
+    }
+    return lines.filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== '')).join('\n');
+  }
+}

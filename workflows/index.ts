@@ -1,0 +1,2 @@
+// The workflow bundle's entry: only workflow code may be reachable from here.
+export { effectWorkflow } from './effect-workflow.js';

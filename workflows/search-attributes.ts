@@ -1,0 +1,7 @@
+// Custom search attributes the effect workflow keeps current, so operators can filter in the Web UI
+// (e.g. `EffectStage = "unknown"`). They must be registered on the server: see temporal.yaml.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const effectStageKey = defineSearchAttributeKey('EffectStage', SearchAttributeType.KEYWORD);
+export const effectDestinationKey = defineSearchAttributeKey('EffectDestination', SearchAttributeType.KEYWORD);
+export const effectOperationKey = defineSearchAttributeKey('EffectOperation', SearchAttributeType.KEYWORD);

@@ -1,0 +1,75 @@
+// The effect's stage machine, in one place (DESIGN.md, "Stages of the effect workflow").
+// Pure: the workflow, the ledger schema and the unit tests all read it from here.
+
+export const EFFECT_STAGES = [
+  'prepared', // approved and registered in the ledger; nothing released yet
+  'released', // the exact package is fixed (immutable release row)
+  'attempted', // an attempt row exists: a request may be leaving
+  'unknown', // the request may have left and we do not know what happened: retries frozen
+  'reconciled', // readback found the exact object
+  'recorded', // the canonical fact is in the ledger
+  'rejected', // the provider definitively refused
+  'abandoned', // a human gave up on it, with a reason
+] as const;
+
+export type EffectStage = (typeof EFFECT_STAGES)[number];
+
+export const TERMINAL_STAGES: readonly EffectStage[] = ['recorded', 'rejected', 'abandoned'];
+
+/** Every allowed move, and why it exists. Anything not listed is a bug. */
+export const TRANSITIONS: Readonly<Record<EffectStage, readonly EffectStage[]>> = {
+  // prepared → recorded: a run that finds the effect's fact already in the ledger (it only reports it).
+  prepared: ['released', 'recorded', 'abandoned'],
+  released: ['attempted', 'abandoned'],
+  // attempted → attempted is not a move: a "not sent" retry stays in the stage with a new attempt row.
+  attempted: ['recorded', 'rejected', 'unknown'],
+  // unknown → attempted: a retry with the same key, decided by policy after proven absence or by a human.
+  // unknown → recorded: a human confirmed delivery with evidence.
+  unknown: ['reconciled', 'attempted', 'recorded', 'abandoned'],
+  reconciled: ['recorded'],
+  recorded: [],
+  rejected: [],
+  abandoned: [],
+};
+
+export class IllegalStageTransitionError extends Error {
+  override readonly name = 'IllegalStageTransitionError';
+  constructor(
+    readonly from: EffectStage,
+    readonly to: EffectStage,
+  ) {
+    super(`effect stage cannot move from ${from} to ${to}`);
+  }
+}
+
+export function isEffectStage(value: unknown): value is EffectStage {
+  return typeof value === 'string' && (EFFECT_STAGES as readonly string[]).includes(value);
+}
+
+export function isTerminal(stage: EffectStage): boolean {
+  return TERMINAL_STAGES.includes(stage);
+}
+
+export function canMove(from: EffectStage, to: EffectStage): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+/** Returns `to` when the move is allowed; throws otherwise. */
+export function nextStage(from: EffectStage, to: EffectStage): EffectStage {
+  if (!canMove(from, to)) throw new IllegalStageTransitionError(from, to);
+  return to;
+}
+
+/** Where a provider outcome leads from `attempted` ("not_sent" stays: retry with the same key). */
+export function stageAfterOutcome(outcome: 'not_sent' | 'confirmed' | 'rejected' | 'unknown'): EffectStage {
+  switch (outcome) {
+    case 'confirmed':
+      return 'recorded';
+    case 'rejected':
+      return 'rejected';
+    case 'unknown':
+      return 'unknown';
+    case 'not_sent':
+      return 'attempted';
+  }
+}
