@@ -24,6 +24,7 @@ export interface ReleaseResult {
   fact: { externalId: string; externalUrl: string | null } | null;
   /** Attempts earlier runs made: a new run must not assume the provider was never contacted. */
   attemptsSoFar: number;
+  firstAttemptStartedAt: string | null;
 }
 
 export interface AttemptRef {
@@ -70,6 +71,7 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
         revision: state.release.revision,
         fact: state.fact && { externalId: state.fact.externalId, externalUrl: state.fact.externalUrl },
         attemptsSoFar: state.attemptsSoFar,
+        firstAttemptStartedAt: state.firstAttemptStartedAt?.toISOString() ?? null,
       };
     },
 
@@ -132,4 +134,4 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
   };
 }
 
-export type EffectActivities = ReturnType<typeof createEffectActivities>;
+

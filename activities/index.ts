@@ -1,2 +1,11 @@
 // Everything a worker registers as activities.
-export { createEffectActivities, type ActivityDeps, type EffectActivities } from './effect-activities.js';
+import { createEffectActivities, type ActivityDeps } from './effect-activities.js';
+import { createReconciliationActivities } from './reconciliation-activities.js';
+
+export type { ActivityDeps } from './effect-activities.js';
+
+export function createActivities(deps: ActivityDeps) {
+  return { ...createEffectActivities(deps), ...createReconciliationActivities(deps) };
+}
+
+export type EffectActivities = ReturnType<typeof createActivities>;

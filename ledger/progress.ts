@@ -1,10 +1,10 @@
 // The effect workflow's writes, one function per step, each safe to repeat: a retried activity must
 // find its own earlier row, never add a second one or overwrite history.
-import { and, count, eq, notInArray, sql } from 'drizzle-orm';
+import { and, count, eq, min, notInArray, sql } from 'drizzle-orm';
 import { TERMINAL_STAGES, type EffectStage } from '../workflows/stages.js';
 import type { LedgerDb } from './db.js';
 import { LedgerInvariantError } from './errors.js';
-import { attempts, effects, facts, providerEvidence, releases } from './schema.js';
+import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
 
 type Tx = Parameters<Parameters<LedgerDb['transaction']>[0]>[0];
 export type FactRow = typeof facts.$inferSelect;
@@ -31,6 +31,7 @@ export interface ReleaseState {
   release: ReleaseRow;
   fact: FactRow | null;
   attemptsSoFar: number;
+  firstAttemptStartedAt: Date | null;
 }
 
 /** Fixes the package allowed to leave. A second call with the same body is a no-op; another body is refused. */
@@ -47,11 +48,11 @@ export async function releaseEffect(db: LedgerDb, input: ReleaseInput, step: str
     }
     const [fact] = await tx.select().from(facts).where(eq(facts.effectId, input.effectId));
     const [made] = await tx
-      .select({ n: count() })
+      .select({ n: count(), first: min(attempts.startedAt) })
       .from(attempts)
       .where(and(eq(attempts.effectId, input.effectId), eq(attempts.step, step)));
     if (!fact) await tx.update(effects).set({ stage: 'released', stageChangedAt: sql`now()` }).where(and(eq(effects.effectId, input.effectId), eq(effects.stage, 'prepared')));
-    return { release, fact: fact ?? null, attemptsSoFar: made?.n ?? 0 };
+    return { release, fact: fact ?? null, attemptsSoFar: made?.n ?? 0, firstAttemptStartedAt: made?.first ?? null };
   });
 }
 
@@ -141,4 +142,26 @@ export async function recordEvidence(
 
 export async function moveStage(db: LedgerDb, effectId: string, stage: EffectStage): Promise<void> {
   await setStage(db, effectId, stage);
+}
+
+export interface DecisionInput {
+  requestRef: string;
+  effectId: string;
+  kind: 'approve-retry' | 'confirm-delivery' | 'abandon' | 'unrecognised';
+  actor: string;
+  reason: string;
+  payload: unknown;
+  accepted: boolean;
+  rejectionReason?: string | null;
+}
+
+/** A human's decision, accepted or not; with `stage`, moves the effect in the same transaction. */
+export async function recordDecision(db: LedgerDb, decision: DecisionInput, stage?: EffectStage): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx
+      .insert(decisions)
+      .values({ ...decision, payload: { value: decision.payload ?? null }, rejectionReason: decision.rejectionReason ?? null })
+      .onConflictDoNothing({ target: decisions.requestRef });
+    if (stage) await setStage(tx, decision.effectId, stage);
+  });
 }

@@ -177,6 +177,8 @@ export const decisions = pgTable(
   'decisions',
   {
     decisionId: bigserial('decision_id', { mode: 'number' }).primaryKey(),
+    // Which signal or update this row answers (run ID + sequence): a retried write finds its row.
+    requestRef: text('request_ref').notNull(),
     effectId: text('effect_id')
       .notNull()
       .references(() => effects.effectId),
@@ -189,7 +191,10 @@ export const decisions = pgTable(
     decidedAt: timestamp('decided_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
+    uniqueIndex('decisions_request_ref_uq').on(t.requestRef),
+    check('decision_kind_known', sql`${t.kind} IN ('approve-retry', 'confirm-delivery', 'abandon', 'unrecognised')`),
     check('rejected_decision_says_why', sql`${t.accepted} OR ${t.rejectionReason} IS NOT NULL`),
+    check('accepted_decision_has_actor', sql`NOT ${t.accepted} OR length(${t.actor}) BETWEEN 1 AND 200`),
     index('decisions_effect_idx').on(t.effectId),
   ],
 );

@@ -1,6 +1,6 @@
 // Reads that answer an operator's questions: how many attempts, which approval, was the provider
 // contacted, which external object is the result, on what evidence.
-import { and, asc, desc, eq } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import type { EffectStage } from '../workflows/stages.js';
 import type { LedgerDb } from './db.js';
 import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
@@ -27,8 +27,36 @@ export async function readTrail(db: LedgerDb, effectId: string): Promise<EffectT
   return { effect, releases: releaseRows, attempts: attemptRows, evidence: evidenceRows, fact: factRows[0] ?? null, decisions: decisionRows };
 }
 
-export async function listEffectsByStage(db: LedgerDb, stage: EffectStage, limit = 100): Promise<(typeof effects.$inferSelect)[]> {
-  return db.select().from(effects).where(eq(effects.stage, stage)).orderBy(desc(effects.stageChangedAt)).limit(limit);
+export interface EffectListing {
+  effectId: string;
+  stage: string;
+  destination: string;
+  operation: string;
+  summary: string;
+  stageChangedAt: Date;
+  /** When the latest attempt started; null if none was made. */
+  lastAttemptAt: Date | null;
+  /** The latest evidence's reason: why the effect is where it is. */
+  lastReason: string | null;
+}
+
+export async function listEffectsByStage(db: LedgerDb, stage: EffectStage, limit = 100): Promise<EffectListing[]> {
+  const rows = await db
+    .select({
+      effectId: effects.effectId,
+      stage: effects.stage,
+      destination: effects.destination,
+      operation: effects.operation,
+      summary: effects.summary,
+      stageChangedAt: effects.stageChangedAt,
+      lastAttemptAt: sql<string | null>`(SELECT max(a.started_at) FROM ${attempts} a WHERE a.effect_id = ${effects.effectId})`,
+      lastReason: sql<string | null>`(SELECT e.detail->>'reason' FROM ${providerEvidence} e WHERE e.effect_id = ${effects.effectId} ORDER BY e.evidence_id DESC LIMIT 1)`,
+    })
+    .from(effects)
+    .where(eq(effects.stage, stage))
+    .orderBy(desc(effects.stageChangedAt))
+    .limit(limit);
+  return rows.map((r) => ({ ...r, lastAttemptAt: r.lastAttemptAt ? new Date(r.lastAttemptAt) : null }));
 }
 
 export async function readEffect(db: LedgerDb, effectId: string): Promise<typeof effects.$inferSelect | null> {

@@ -1,10 +1,12 @@
 // effect: the command-line face of the backend API.
 //   effect approve [file|-]        approve the effect described by a JSON request (stdin by default)
 //   effect status ID               the ledger trail and the workflow's live view
-//   effect list --stage STAGE      effects in a stage
-// Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 not found, 1 other.
+//   effect list --stage STAGE      effects in a stage (with the latest attempt's start and reason)
+//   effect decide ID approve-retry|confirm|abandon --actor WHO --reason WHY [--external-id X] [--external-url U]
+// Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 not found,
+// 5 decision not accepted, 1 other.
 import { readFileSync } from 'node:fs';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { openLedger, type Ledger } from '../ledger/db.js';
 import { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
@@ -13,8 +15,9 @@ import { databaseUrl, loadTemporalConfig } from '../workers/config.js';
 import { EffectLedgerClient } from '../workflows/client.js';
 import { validateEffectRequest } from '../workflows/effect-request.js';
 import { EFFECT_STAGES, isEffectStage, type EffectStage } from '../workflows/stages.js';
+import { isDecisionKind } from '../workflows/decisions.js';
 
-export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4 } as const;
+export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4, refused: 5 } as const;
 
 interface Session {
   effects: EffectLedgerClient;
@@ -98,14 +101,42 @@ export function buildProgram(): Command {
     .action(async (opts: { stage: EffectStage; limit: number; json?: boolean }) => {
       await withSession(async ({ effects }) => {
         const rows = await effects.listByStage(opts.stage, opts.limit);
-        print(!!opts.json, rows, () => rows.map((r) => `${r.effectId}\t${r.stage}\t${r.stageChangedAt.toISOString()}\t${r.destination} ${r.operation}: ${r.summary}`).join('\n') || `(no effects in ${opts.stage})`);
+        print(
+          !!opts.json,
+          rows,
+          () =>
+            rows
+              .map((r) => `${r.effectId}\t${r.stage} since ${r.stageChangedAt.toISOString()}\tattempt started ${r.lastAttemptAt?.toISOString() ?? '-'}\t${r.destination} ${r.operation}: ${r.summary}\t${r.lastReason ?? ''}`)
+              .join('\n') || `(no effects in ${opts.stage})`,
+        );
+      });
+    });
+  program
+    .command('decide')
+    .description('decide on an UNKNOWN effect (through the workflow update "decide")')
+    .argument('<effectId>')
+    .argument('<decision>', 'approve-retry | confirm | abandon')
+    .requiredOption('--actor <who>', 'who decides, e.g. an email')
+    .requiredOption('--reason <why>', 'why')
+    .option('--external-id <id>', 'confirm: the object at the destination')
+    .option('--external-url <url>', 'confirm: its URL')
+    .option('--json', 'print JSON')
+    .action(async (effectId: string, decision: string, opts: { actor: string; reason: string; externalId?: string; externalUrl?: string; json?: boolean }) => {
+      const kind = decision === 'confirm' ? 'confirm-delivery' : decision;
+      if (!isDecisionKind(kind)) throw new InvalidArgumentError(`decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`);
+      await withSession(async ({ effects }) => {
+        const { externalId, externalUrl, actor, reason } = opts;
+        const answer = await effects.decide(effectId, kind, { actor, reason, ...(externalId ? { externalId } : {}), ...(externalUrl ? { externalUrl } : {}) });
+        print(!!opts.json, answer, () => `${answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`);
+        if (!answer.accepted) process.exitCode = EXIT.refused;
       });
     });
   return program;
 }
 
 export function exitCodeFor(error: unknown): number {
-  if (error instanceof InvalidEffectRequestError) return EXIT.invalid;
+  if (error instanceof InvalidEffectRequestError || error instanceof WorkflowUpdateFailedError || error instanceof InvalidArgumentError) return EXIT.invalid;
+  if (error instanceof WorkflowNotFoundError) return EXIT.notFound;
   if (error instanceof EffectConflictError) return EXIT.conflict;
   if (error instanceof EffectNotFoundError) return EXIT.notFound;
   return EXIT.failure;

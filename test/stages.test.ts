@@ -56,7 +56,7 @@ describe('stage machine', () => {
   });
 
   test('the view refuses an illegal move and keeps its stage', () => {
-    const view = new EffectView({ effectId: 'e-1', destination: 'keyed-api', operation: 'task.create', summary: 's', callTimeoutMs: 1000 });
+    const view = new EffectView({ effectId: 'e-1', destination: 'keyed-api', operation: 'task.create', summary: 's', callTimeoutMs: 1000, retryAfterProvenAbsence: true, readbackIntervalMs: 60_000 });
     assert.throws(() => view.move('attempted'), IllegalStageTransitionError);
     assert.equal(view.stage, 'prepared');
     view.move('released');

@@ -2,7 +2,7 @@
 // the demo and the tests all build it here, so they run the same code.
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createEffectActivities, type ActivityDeps } from '../activities/index.js';
+import { createActivities, type ActivityDeps } from '../activities/index.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -27,6 +27,6 @@ export async function createEffectWorker(options: EffectWorkerOptions): Promise<
     taskQueue: options.taskQueue,
     ...(options.identity ? { identity: options.identity } : {}),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
-    activities: createEffectActivities(options),
+    activities: createActivities(options),
   });
 }

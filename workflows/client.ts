@@ -13,7 +13,8 @@ import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError } from '../ledger/errors.js';
 import { registerEffect } from '../ledger/registration.js';
 import { listEffectsByStage, readTrail, type EffectTrail } from '../ledger/trail.js';
-import { EFFECT_WORKFLOW_TYPE, statusQuery, type EffectInput, type EffectResult, type EffectStatus } from './contract.js';
+import { decideUpdate, EFFECT_WORKFLOW_TYPE, statusQuery, type DecideResponse, type EffectInput, type EffectResult, type EffectStatus } from './contract.js';
+import type { DecisionKind } from './decisions.js';
 import type { effectWorkflow } from './effect-workflow.js';
 import { validateEffectRequest } from './effect-request.js';
 import { effectDestinationKey, effectOperationKey, effectStageKey } from './search-attributes.js';
@@ -25,7 +26,11 @@ export interface EffectLedgerClientOptions {
   taskQueue: string;
   /** Overrides every destination's call timeout (tests make UNKNOWN happen quickly). */
   callTimeoutMs?: number;
+  /** How often an effect awaiting a human is read back again (default 10 minutes). */
+  readbackIntervalMs?: number;
 }
+
+const DEFAULT_READBACK_INTERVAL_MS = 10 * 60 * 1000;
 
 export interface ApprovalResult {
   effectId: string;
@@ -67,6 +72,8 @@ export class EffectLedgerClient {
       operation: effect.operation,
       summary: effect.summary,
       callTimeoutMs: this.options.callTimeoutMs ?? valid.contract.callTimeoutMs,
+      retryAfterProvenAbsence: valid.contract.retryAfterProvenAbsence,
+      readbackIntervalMs: this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
     };
     try {
       await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {
@@ -106,6 +113,14 @@ export class EffectLedgerClient {
     const trail = await readTrail(this.options.db, effectId);
     if (!trail) throw new EffectNotFoundError(effectId);
     return { trail, live: await this.live(effectId) };
+  }
+
+  /**
+   * A human decision on an UNKNOWN effect, through the workflow's `decide` update: the answer says
+   * whether it was accepted. A payload the validator refuses throws WorkflowUpdateFailedError.
+   */
+  async decide(effectId: string, decision: DecisionKind, payload: { actor: string; reason: string; externalId?: string; externalUrl?: string }): Promise<DecideResponse> {
+    return this.options.client.workflow.getHandle(effectId).executeUpdate(decideUpdate, { args: [{ decision, ...payload }] });
   }
 
   listByStage(stage: EffectStage, limit?: number) {

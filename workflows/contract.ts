@@ -1,6 +1,7 @@
 // The effect workflow's contract: its input, its result, its status query. Declared once here; the
 // workflow, the client and the tests import these same constants.
-import { defineQuery } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { DECISION_EXAMPLES, type DecisionKind } from './decisions.js';
 import type { EffectStage } from './stages.js';
 
 export const EFFECT_WORKFLOW_TYPE = 'effectWorkflow';
@@ -14,6 +15,10 @@ export interface EffectInput {
   summary: string;
   /** The destination call's own timeout; the activity gets a little more so the adapter classifies first. */
   callTimeoutMs: number;
+  /** The destination's contract allows a same-key retry after readback proved absence. */
+  retryAfterProvenAbsence: boolean;
+  /** While a human decision is awaited, readback runs again this often (a late object is still found). */
+  readbackIntervalMs: number;
 }
 
 export type OutcomeClass = 'not_sent' | 'confirmed' | 'rejected' | 'unknown';
@@ -37,6 +42,23 @@ export interface EffectStatus {
   externalUrl?: string;
   /** What the workflow is waiting for, in words, or undefined when it is not waiting. */
   awaiting?: string;
+  readbacks: ReadbackView[];
+  decisions: DecisionView[];
+}
+
+export interface ReadbackView {
+  at: string;
+  outcome: 'found' | 'absent' | 'inconclusive';
+  coverage: 'complete' | 'partial';
+  method: string;
+  reason: string;
+}
+
+export interface DecisionView {
+  kind: string;
+  actor: string;
+  accepted: boolean;
+  note: string;
 }
 
 export interface EffectResult {
@@ -50,3 +72,31 @@ export interface EffectResult {
 export const statusQuery = defineQuery<EffectStatus>('status');
 export const statusQueryDescription =
   'The effect as the workflow sees it now: stage, attempts (number, key, outcome), result, what it awaits.';
+
+// Human decisions, one JSON object each, so an operator can type them in the Web UI's signal dialog.
+// Each payload carries the actor and a reason; garbage is recorded as a rejected decision.
+export const approveRetrySignal = defineSignal<[unknown]>('approve-retry');
+export const confirmDeliverySignal = defineSignal<[unknown]>('confirm-delivery');
+export const abandonSignal = defineSignal<[unknown]>('abandon');
+
+export const decisionSignalDescriptions: Record<DecisionKind, string> = {
+  'approve-retry': `Retry the provider call with the SAME idempotency key (only while UNKNOWN). Payload: ${DECISION_EXAMPLES['approve-retry']}`,
+  'confirm-delivery': `The effect did happen: record it with evidence (checked against the destination where possible). Payload: ${DECISION_EXAMPLES['confirm-delivery']}`,
+  abandon: `Give up on this effect; nothing more is sent. Payload: ${DECISION_EXAMPLES.abandon}`,
+};
+
+/** The same decisions as an update, so a caller gets an answer; the validator refuses bad payloads. */
+export interface DecideRequest {
+  decision: DecisionKind;
+  [field: string]: unknown;
+}
+
+export interface DecideResponse {
+  accepted: boolean;
+  stage: EffectStage;
+  reason?: string;
+}
+
+export const decideUpdate = defineUpdate<DecideResponse, [DecideRequest]>('decide');
+export const decideUpdateDescription =
+  'Decide on an UNKNOWN effect and get an answer: {"decision": "approve-retry" | "confirm-delivery" | "abandon", "actor": "…", "reason": "…", "externalId"?: "…", "externalUrl"?: "…"}';

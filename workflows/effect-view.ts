@@ -1,6 +1,6 @@
 // What the workflow knows about its effect, and how it shows it: the status query's answer and the
 // markdown "current details" in the Web UI. Pure: stage moves go through the stage machine.
-import type { AttemptView, EffectInput, EffectStatus, OutcomeClass } from './contract.js';
+import type { AttemptView, DecisionView, EffectInput, EffectStatus, OutcomeClass, ReadbackView } from './contract.js';
 import { nextStage, type EffectStage } from './stages.js';
 
 export class EffectView {
@@ -14,6 +14,8 @@ export class EffectView {
       operation: input.operation,
       summary: input.summary,
       attempts: [],
+      readbacks: [],
+      decisions: [],
     };
   }
 
@@ -40,6 +42,14 @@ export class EffectView {
     if (found) Object.assign(found, { outcome, detail } satisfies Partial<AttemptView>);
   }
 
+  addReadback(readback: ReadbackView): void {
+    this.current.readbacks.push(readback);
+  }
+
+  addDecision(decision: DecisionView): void {
+    this.current.decisions.push(decision);
+  }
+
   setResult(externalId: string, externalUrl?: string | null): void {
     this.current.externalId = externalId;
     if (externalUrl) this.current.externalUrl = externalUrl;
@@ -64,6 +74,14 @@ export class EffectView {
       for (const a of s.attempts) {
         lines.push(`| ${a.attemptNumber} | \`${a.idempotencyKey}\` | ${a.startedAt} | ${a.outcome}${a.detail ? `: ${a.detail}` : ''} |`);
       }
+    }
+    if (s.readbacks.length) {
+      lines.push('', '| readback at | outcome | coverage | how |', '|---|---|---|---|');
+      for (const r of s.readbacks.slice(-5)) lines.push(`| ${r.at} | ${r.outcome} | ${r.coverage} | ${r.method}: ${r.reason} |`);
+    }
+    if (s.decisions.length) {
+      lines.push('', '| decision | by | accepted | note |', '|---|---|---|---|');
+      for (const d of s.decisions) lines.push(`| ${d.kind} | ${d.actor || '(none)'} | ${d.accepted ? 'yes' : 'no'} | ${d.note} |`);
     }
     return lines.filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== '')).join('\n');
   }

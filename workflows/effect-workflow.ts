@@ -2,36 +2,67 @@
 // Deterministic: no I/O here; the ledger and the destination are reached only through activities.
 import {
   ActivityFailure,
+  allHandlersFinished,
   condition,
   proxyActivities,
   setCurrentDetails,
   setHandler,
   sleep,
   upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { EffectActivities } from '../activities/index.js';
 import type { AttemptRef } from '../activities/effect-activities.js';
+import type { ReadbackTarget } from '../activities/reconciliation-activities.js';
 import type { SendOutcome } from '../activities/destinations/destination.js';
-import { statusQuery, statusQueryDescription, type EffectInput, type EffectResult } from './contract.js';
+import {
+  abandonSignal,
+  approveRetrySignal,
+  confirmDeliverySignal,
+  decideUpdate,
+  decideUpdateDescription,
+  decisionSignalDescriptions,
+  statusQuery,
+  statusQueryDescription,
+  type DecideResponse,
+  type EffectInput,
+  type EffectResult,
+} from './contract.js';
+import { parseDecision, type Decision, type DecisionKind } from './decisions.js';
 import { EffectView } from './effect-view.js';
 import { MAIN_STEP } from './idempotency-key.js';
 import { effectStageKey } from './search-attributes.js';
 import { stageAfterOutcome, type EffectStage } from './stages.js';
 
-// Ledger writes are idempotent: retry them until the database answers.
+// Ledger writes and readbacks are idempotent: retry them until they answer.
 const ledger = proxyActivities<EffectActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', maximumInterval: '30 seconds', nonRetryableErrorTypes: ['LedgerInvariantError', 'EffectNotFound'] },
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['LedgerInvariantError', 'EffectNotFound', 'ReleaseNotFound', 'UnknownDestination'],
+  },
 });
 
-/** A "not sent" outcome is retried with the same key after a pause that grows to a minute. */
-function notSentPause(attemptNumber: number, retryAfterMs?: number): number {
-  return retryAfterMs ?? Math.min(60_000, 1000 * 2 ** Math.min(attemptNumber - 1, 6));
+/** Automatic same-key retries after proven absence, before a human must decide. */
+const MAX_AUTOMATIC_RETRIES = 3;
+
+/** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
+function backoffMs(n: number, retryAfterMs?: number): number {
+  return retryAfterMs ?? Math.min(60_000, 1000 * 2 ** Math.min(n - 1, 6));
+}
+
+interface QueuedDecision {
+  ref: string;
+  decision: Decision;
+  answer?: (response: DecideResponse) => void;
 }
 
 export async function effectWorkflow(input: EffectInput): Promise<EffectResult> {
   const view = new EffectView(input);
-  setHandler(statusQuery, () => view.status(), { description: statusQueryDescription });
+  const queue: QueuedDecision[] = [];
+  let decisionSeq = 0;
+  const nextRef = () => `${workflowInfo().runId}:${++decisionSeq}`;
 
   const publish = () => {
     upsertSearchAttributes([{ key: effectStageKey, value: view.stage }]);
@@ -45,6 +76,40 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
     const s = view.status();
     return { effectId: s.effectId, stage: s.stage, externalId: s.externalId, externalUrl: s.externalUrl, reason };
   };
+
+  /** Records a decision that changes nothing, with why. */
+  const refuse = async (kind: DecisionKind | 'unrecognised', actor: string, payload: unknown, why: string) => {
+    view.addDecision({ kind, actor, accepted: false, note: why });
+    publish();
+    await ledger.recordDecision({ requestRef: nextRef(), effectId: input.effectId, kind, actor, reason: '', payload, accepted: false, rejectionReason: why });
+  };
+
+  const onDecision = (kind: DecisionKind) => async (payload: unknown) => {
+    const parsed = parseDecision(kind, payload);
+    if (!parsed.ok) return refuse(kind, parsed.actor, payload, parsed.error);
+    if (view.stage !== 'unknown') return refuse(kind, parsed.decision.actor, payload, `not awaiting a decision: the effect is ${view.stage}`);
+    queue.push({ ref: nextRef(), decision: parsed.decision });
+  };
+  setHandler(statusQuery, () => view.status(), { description: statusQueryDescription });
+  setHandler(approveRetrySignal, onDecision('approve-retry'), { description: decisionSignalDescriptions['approve-retry'] });
+  setHandler(confirmDeliverySignal, onDecision('confirm-delivery'), { description: decisionSignalDescriptions['confirm-delivery'] });
+  setHandler(abandonSignal, onDecision('abandon'), { description: decisionSignalDescriptions.abandon });
+  setHandler(
+    decideUpdate,
+    async ({ decision: kind, ...payload }) => {
+      const parsed = parseDecision(kind, payload);
+      if (!parsed.ok) throw new Error(parsed.error); // the validator already refused it
+      return new Promise<DecideResponse>((answer) => queue.push({ ref: nextRef(), decision: parsed.decision, answer }));
+    },
+    {
+      description: decideUpdateDescription,
+      validator: ({ decision: kind, ...payload }) => {
+        const parsed = parseDecision(kind, payload);
+        if (!parsed.ok) throw new Error(parsed.error);
+        if (view.stage !== 'unknown') throw new Error(`not awaiting a decision: the effect is ${view.stage}`);
+      },
+    },
+  );
 
   // One attempt per execution: after the request may have left, only evidence decides what happens next.
   const destination = proxyActivities<EffectActivities>({
@@ -63,26 +128,104 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
     }
   };
 
+  const finish = async (outcome: EffectResult): Promise<EffectResult> => {
+    // Decisions that arrived but were never acted on are answered, not dropped.
+    for (const item of queue.splice(0)) {
+      const why = `superseded: the effect is ${view.stage}`;
+      await refuse(item.decision.kind, item.decision.actor, item.decision, why);
+      item.answer?.({ accepted: false, stage: view.stage, reason: why });
+    }
+    await condition(allHandlersFinished);
+    return outcome;
+  };
+
   publish();
   const release = await ledger.releaseEffect(input.effectId, MAIN_STEP);
   if (release.fact) {
     view.setResult(release.fact.externalId, release.fact.externalUrl);
     move('recorded');
-    return result('the ledger already held this effect’s fact');
+    return finish(result('the ledger already held this effect’s fact'));
   }
   move('released');
 
   let attemptNumber = release.attemptsSoFar;
+  let firstAttemptAt = release.firstAttemptStartedAt;
+  let automaticRetries = 0;
+  const target = (): ReadbackTarget => ({ effectId: input.effectId, step: MAIN_STEP, releaseRevision: release.revision, since: firstAttemptAt! });
+
+  /**
+   * UNKNOWN: automatic retries are frozen. Read back first; retry with the same key only where the
+   * destination's contract allows it after proven absence; otherwise wait for a human, reading back
+   * again on a schedule so a late object is still found.
+   */
+  const reconcile = async (): Promise<'retry' | EffectResult> => {
+    for (;;) {
+      view.await('readback: looking for the exact object at the destination');
+      publish();
+      const readback = await ledger.readBack(target());
+      view.addReadback({ at: new Date().toISOString(), outcome: readback.outcome, coverage: readback.coverage, method: readback.detail.method, reason: readback.detail.reason });
+      if (readback.outcome === 'found') {
+        view.setResult(readback.externalId, readback.externalUrl);
+        move('reconciled');
+        move('recorded');
+        return result();
+      }
+      if (readback.outcome === 'absent' && input.retryAfterProvenAbsence && automaticRetries < MAX_AUTOMATIC_RETRIES && queue.length === 0) {
+        automaticRetries += 1;
+        view.await(`retry with the same key: readback proved absence (automatic retry ${automaticRetries} of ${MAX_AUTOMATIC_RETRIES})`);
+        publish();
+        await sleep(backoffMs(automaticRetries));
+        return 'retry';
+      }
+      view.await(
+        `a human decision (signal approve-retry, confirm-delivery or abandon): readback was ${readback.outcome}` +
+          ` (${readback.detail.reason}); reading back again every ${Math.round(input.readbackIntervalMs / 1000)} s`,
+      );
+      publish();
+      if (!(await condition(() => queue.length > 0, input.readbackIntervalMs))) continue;
+      const { ref, decision, answer } = queue.shift()!;
+      const respond = (accepted: boolean, reason?: string) => answer?.({ accepted, stage: view.stage, reason });
+      switch (decision.kind) {
+        case 'approve-retry':
+          await ledger.recordDecision({ requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true });
+          view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
+          respond(true);
+          return 'retry';
+        case 'abandon':
+          await ledger.recordDecision({ requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true }, 'abandoned');
+          view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
+          move('abandoned');
+          respond(true);
+          return result(`abandoned by ${decision.actor}: ${decision.reason}`);
+        case 'confirm-delivery': {
+          const confirmed = await ledger.confirmDelivery(target(), decision, ref);
+          view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: confirmed.accepted, note: confirmed.accepted ? decision.reason : confirmed.reason });
+          if (!confirmed.accepted) {
+            publish();
+            respond(false, confirmed.reason);
+            continue;
+          }
+          view.setResult(confirmed.externalId, confirmed.externalUrl);
+          move('recorded');
+          respond(true);
+          return result(`confirmed by ${decision.actor}`);
+        }
+      }
+    }
+  };
+
   if (attemptNumber > 0) {
     // An earlier run started attempts and left no outcome we trust: never a blind second write.
     move('attempted');
-    move('unknown', `an earlier run made ${attemptNumber} attempt(s) without a recorded outcome: readback or a human decision`);
-    return awaitResolution();
+    move('unknown');
+    const next = await reconcile();
+    if (next !== 'retry') return finish(next);
   }
 
   for (;;) {
     attemptNumber += 1;
     const attempt = await ledger.recordAttempt(input.effectId, MAIN_STEP, attemptNumber, release.revision);
+    firstAttemptAt ??= attempt.startedAt;
     view.addAttempt(attempt);
     move('attempted', `the provider's answer to attempt ${attemptNumber}`);
 
@@ -95,25 +238,22 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
       case 'confirmed':
         view.setResult(outcome.externalId, outcome.externalUrl);
         move('recorded');
-        return result();
+        return finish(result());
       case 'rejected':
         move('rejected');
-        return result(outcome.detail.reason);
-      case 'unknown':
-        move('unknown', 'readback or a human decision; automatic retries are frozen');
-        return awaitResolution();
+        return finish(result(outcome.detail.reason));
+      case 'unknown': {
+        move('unknown');
+        const resolved = await reconcile();
+        if (resolved !== 'retry') return finish(resolved);
+        break;
+      }
       case 'not_sent': {
-        const pause = notSentPause(attemptNumber, outcome.retryAfterMs);
+        const pause = backoffMs(attemptNumber, outcome.retryAfterMs);
         view.await(`retry with the same key in ${Math.round(pause / 1000)} s (not sent: ${outcome.detail.reason})`);
         publish();
         await sleep(pause);
       }
     }
-  }
-
-  async function awaitResolution(): Promise<EffectResult> {
-    // Frozen: nothing leaves again until evidence or a decision arrives (readback and signals: issue 3).
-    await condition(() => view.stage !== 'unknown');
-    return result();
   }
 }

@@ -44,12 +44,51 @@ export interface DestinationContract {
   operations: Record<string, z.ZodType<Record<string, unknown>>>;
   /** The destination call's timeout; after it, the outcome is unknown. */
   callTimeoutMs: number;
+  /**
+   * May a retry with the same key follow a readback that proved absence over complete coverage,
+   * without a human? Only where a duplicate is impossible or the key still dedupes.
+   */
+  retryAfterProvenAbsence: boolean;
   /** Builds the exact package that will leave, stamping the effect ID where the API allows it. */
   buildPackage(effectId: string, operation: string, payload: Record<string, unknown>): ReleasedPackage;
   /** A few words on the target for the effect's summary, e.g. "refund 4000 EUR on ch_1". */
   describe(operation: string, payload: Record<string, unknown>): string;
 }
 
+export interface ReadbackRequest {
+  effectId: string;
+  idempotencyKey: string;
+  package: ReleasedPackage;
+  /** sha256 of the released body's canonical JSON: what the exact object must carry. */
+  bodySha256: string;
+  /** When the earliest attempt started: the object cannot be older. */
+  since: string;
+}
+
+/**
+ * What a readback showed. `absent` is only ever claimed over complete coverage; a partial read
+ * ("not in the first 100 items") is `inconclusive`, never `absent`.
+ */
+export type ReadbackResult =
+  | { outcome: 'found'; coverage: 'complete' | 'partial'; externalId: string; externalUrl?: string; occurredAt: string; detail: ReadbackDetail }
+  | { outcome: 'absent'; coverage: 'complete'; detail: ReadbackDetail }
+  | { outcome: 'inconclusive'; coverage: 'partial'; detail: ReadbackDetail };
+
+export interface ReadbackDetail {
+  method: string;
+  reason: string;
+  scanned?: number;
+  /** Other objects carrying this effect's reference: duplicates made before we existed, for a human. */
+  duplicates?: string[];
+}
+
+/** An object a human names as the result, as the destination shows it. */
+export type LookupResult = { exists: true; externalId: string; externalUrl?: string; occurredAt: string; matchesRelease: boolean } | { exists: false };
+
 export interface DestinationAdapter extends DestinationContract {
   send(request: SendRequest): Promise<SendOutcome>;
+  /** Looks for the exact object; never writes. Throws on transient errors (the activity retries). */
+  readBack(request: ReadbackRequest): Promise<ReadbackResult>;
+  /** Fetches one object by its ID, to check a human's evidence. */
+  lookup(externalId: string, request: ReadbackRequest): Promise<LookupResult>;
 }

@@ -4,8 +4,9 @@
 // a request with the key is in flight. We also stamp the effect ID into `metadata` so readback can
 // find the object by reference after the key is forgotten.
 import { z } from 'zod';
-import type { DestinationAdapter, DestinationContract, SendOutcome } from './destination.js';
+import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackRequest, ReadbackResult, SendOutcome } from './destination.js';
 import { classifyErrorStatus, classifyTransportError } from './http-outcome.js';
+import { getJson } from './http-read.js';
 
 const refund = z
   .object({
@@ -31,6 +32,9 @@ export const keyedApiContract: DestinationContract = {
   keyRetentionSeconds: 24 * 60 * 60,
   operations: { 'refund.create': refund, 'task.create': task },
   callTimeoutMs: 10_000,
+  // Absence is proven by a server-side search over every object carrying our effect ID, and the key
+  // (when still remembered) dedupes anyway: a same-key retry after that cannot make a duplicate.
+  retryAfterProvenAbsence: true,
   buildPackage(effectId, operation, payload) {
     const target =
       operation === 'refund.create' ? `POST /v1/objects refund of ${String(payload.charge)}` : `POST /v1/objects task for ${String(payload.request)}`;
@@ -44,6 +48,20 @@ export const keyedApiContract: DestinationContract = {
 };
 
 const createdObject = z.object({ id: z.string().min(1), created_at: z.string().optional() });
+
+interface ProviderObject {
+  id: string;
+  created_at: string;
+  body_sha256: string;
+  metadata: Record<string, string>;
+}
+
+/** The exact object: our reference stamped in it and the released body, not a look-alike. */
+function isExact(object: ProviderObject, request: ReadbackRequest): boolean {
+  return object.metadata?.effect_id === request.effectId && object.body_sha256 === request.bodySha256;
+}
+
+const READBACK_PAGE_LIMIT = 10;
 
 export function keyedApi(baseUrl: string): DestinationAdapter {
   return {
@@ -82,6 +100,52 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
         };
       }
       return classifyErrorStatus(response.status, body, response.headers.get('retry-after'));
+    },
+
+    async readBack(request): Promise<ReadbackResult> {
+      const url = (id: string) => `${baseUrl}/v1/objects/${id}`;
+      // 1. By key, while the provider remembers it.
+      const byKey = await getJson<{ status: string; object_id: string | null }>(`${baseUrl}/v1/idempotency_keys/${encodeURIComponent(request.idempotencyKey)}`);
+      if (byKey.status === 200 && byKey.body.status === 'in_flight') {
+        return { outcome: 'inconclusive', coverage: 'partial', detail: { method: 'idempotency_key', reason: 'a request with our key is still being processed' } };
+      }
+      if (byKey.status === 200 && byKey.body.object_id) {
+        const object = await getJson<ProviderObject>(url(byKey.body.object_id));
+        if (object.status === 200 && isExact(object.body, request)) {
+          return { outcome: 'found', coverage: 'complete', externalId: object.body.id, externalUrl: url(object.body.id), occurredAt: object.body.created_at, detail: { method: 'idempotency_key', reason: 'the key maps to an object carrying our effect ID and body' } };
+        }
+      }
+      // 2. By the reference we stamped, over every object (a server-side filter: complete coverage).
+      const matches: ProviderObject[] = [];
+      let after: string | undefined;
+      let scanned = 0;
+      for (let page = 0; page < READBACK_PAGE_LIMIT; page++) {
+        const query = `limit=100&metadata[effect_id]=${encodeURIComponent(request.effectId)}${after ? `&starting_after=${after}` : ''}`;
+        const listed = await getJson<{ data: ProviderObject[]; has_more: boolean }>(`${baseUrl}/v1/objects?${query}`);
+        if (listed.status === 404) throw new Error('object listing is missing at the provider');
+        scanned += listed.body.data.length;
+        matches.push(...listed.body.data.filter((o) => isExact(o, request)));
+        if (!listed.body.has_more || listed.body.data.length === 0) {
+          const [first, ...others] = matches.sort((a, b) => a.created_at.localeCompare(b.created_at));
+          if (!first) return { outcome: 'absent', coverage: 'complete', detail: { method: 'metadata_search', reason: 'no object carries our effect ID and body', scanned } };
+          return {
+            outcome: 'found',
+            coverage: 'complete',
+            externalId: first.id,
+            externalUrl: url(first.id),
+            occurredAt: first.created_at,
+            detail: { method: 'metadata_search', reason: 'found by the effect ID stamped in metadata and the body hash', scanned, duplicates: others.map((o) => o.id) },
+          };
+        }
+        after = listed.body.data.at(-1)!.id;
+      }
+      return { outcome: 'inconclusive', coverage: 'partial', detail: { method: 'metadata_search', reason: `stopped after ${READBACK_PAGE_LIMIT} pages`, scanned } };
+    },
+
+    async lookup(externalId, request): Promise<LookupResult> {
+      const found = await getJson<ProviderObject>(`${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`);
+      if (found.status === 404) return { exists: false };
+      return { exists: true, externalId: found.body.id, externalUrl: `${baseUrl}/v1/objects/${found.body.id}`, occurredAt: found.body.created_at, matchesRelease: isExact(found.body, request) };
     },
   };
 }

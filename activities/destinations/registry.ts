@@ -2,14 +2,18 @@
 // (contract + send + readback), then list its contract here and its adapter in createDestinations.
 import type { DestinationAdapter, DestinationContract } from './destination.js';
 import { keyedApi, keyedApiContract } from './keyed-api.js';
+import { socialFeed, socialFeedContract } from './social-feed.js';
 
 export const destinationContracts: Readonly<Record<string, DestinationContract>> = {
   [keyedApiContract.name]: keyedApiContract,
+  [socialFeedContract.name]: socialFeedContract,
 };
 
 export interface DestinationSettings {
   /** Base URL of the provider simulator (or the real provider). */
   providerUrl: string;
+  /** How many listing pages the social-feed readback may read (default: the documented 100 posts). */
+  socialReadbackPages?: number;
 }
 
 export type Destinations = Readonly<Record<string, DestinationAdapter>>;
@@ -17,5 +21,6 @@ export type Destinations = Readonly<Record<string, DestinationAdapter>>;
 export function createDestinations(settings: DestinationSettings): Destinations {
   return {
     [keyedApiContract.name]: keyedApi(settings.providerUrl),
+    [socialFeedContract.name]: socialFeed(settings.providerUrl, { maxReadbackPages: settings.socialReadbackPages }),
   };
 }

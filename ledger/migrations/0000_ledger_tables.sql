@@ -14,6 +14,7 @@ CREATE TABLE "attempts" (
 --> statement-breakpoint
 CREATE TABLE "decisions" (
 	"decision_id" bigserial PRIMARY KEY NOT NULL,
+	"request_ref" text NOT NULL,
 	"effect_id" text NOT NULL,
 	"kind" text NOT NULL,
 	"actor" text NOT NULL,
@@ -22,7 +23,9 @@ CREATE TABLE "decisions" (
 	"accepted" boolean NOT NULL,
 	"rejection_reason" text,
 	"decided_at" timestamp with time zone DEFAULT now() NOT NULL,
-	CONSTRAINT "rejected_decision_says_why" CHECK ("decisions"."accepted" OR "decisions"."rejection_reason" IS NOT NULL)
+	CONSTRAINT "decision_kind_known" CHECK ("decisions"."kind" IN ('approve-retry', 'confirm-delivery', 'abandon', 'unrecognised')),
+	CONSTRAINT "rejected_decision_says_why" CHECK ("decisions"."accepted" OR "decisions"."rejection_reason" IS NOT NULL),
+	CONSTRAINT "accepted_decision_has_actor" CHECK (NOT "decisions"."accepted" OR length("decisions"."actor") BETWEEN 1 AND 200)
 );
 --> statement-breakpoint
 CREATE TABLE "effects" (
@@ -102,6 +105,7 @@ ALTER TABLE "provider_evidence" ADD CONSTRAINT "provider_evidence_effect_id_effe
 ALTER TABLE "provider_evidence" ADD CONSTRAINT "provider_evidence_attempt_id_attempts_attempt_id_fk" FOREIGN KEY ("attempt_id") REFERENCES "public"."attempts"("attempt_id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "releases" ADD CONSTRAINT "releases_effect_id_effects_effect_id_fk" FOREIGN KEY ("effect_id") REFERENCES "public"."effects"("effect_id") ON DELETE no action ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "attempts_effect_step_number_uq" ON "attempts" USING btree ("effect_id","step","attempt_number");--> statement-breakpoint
+CREATE UNIQUE INDEX "decisions_request_ref_uq" ON "decisions" USING btree ("request_ref");--> statement-breakpoint
 CREATE INDEX "decisions_effect_idx" ON "decisions" USING btree ("effect_id");--> statement-breakpoint
 CREATE INDEX "effects_stage_idx" ON "effects" USING btree ("stage","stage_changed_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "facts_destination_external_id_uq" ON "facts" USING btree ("destination","external_id");--> statement-breakpoint

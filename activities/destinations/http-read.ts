@@ -1,0 +1,24 @@
+// GETs for readback. A failed read is transient (thrown, so the activity retries with backoff);
+// 404 is an answer, not a failure.
+export class ProviderReadError extends Error {
+  override readonly name = 'ProviderReadError';
+}
+
+export async function getJson<T>(url: string, timeoutMs = 10_000): Promise<{ status: 200; body: T } | { status: 404 }> {
+  let response: Response;
+  try {
+    response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  } catch (error) {
+    throw new ProviderReadError(`GET ${url} failed: ${(error as Error).message}`);
+  }
+  if (response.status === 404) {
+    await response.body?.cancel();
+    return { status: 404 };
+  }
+  if (!response.ok) throw new ProviderReadError(`GET ${url} answered ${response.status}`);
+  try {
+    return { status: 200, body: (await response.json()) as T };
+  } catch (error) {
+    throw new ProviderReadError(`GET ${url} returned an unreadable body: ${(error as Error).message}`);
+  }
+}

@@ -1,0 +1,118 @@
+// social-feed: a social network's post API (our simulator's /social/v1). Mechanism: none. It ignores
+// idempotency keys (every POST creates a post) and offers only a paginated listing of recent posts:
+// only the newest 100 are listed at all (documented limit), so readback scans and matches the
+// released package, and partial coverage is real. Never retried automatically after UNKNOWN.
+import { z } from 'zod';
+import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackRequest, ReadbackResult, SendOutcome } from './destination.js';
+import { classifyErrorStatus, classifyTransportError } from './http-outcome.js';
+import { getJson } from './http-read.js';
+
+const post = z
+  .object({
+    channel: z.string().min(1).max(64),
+    text: z.string().min(1).max(2000),
+  })
+  .strict();
+
+/** The provider documents that listing shows only its newest 100 posts. */
+const DOCUMENTED_LIST_LIMIT = 100;
+const PAGE_SIZE = 50;
+/** Clock skew allowed between our database and the provider when judging time windows. */
+const SKEW_MS = 5_000;
+
+interface Post {
+  id: string;
+  created_at: string;
+  body_sha256: string;
+  metadata?: Record<string, string>;
+}
+
+function isExact(p: Post, request: ReadbackRequest): boolean {
+  return p.metadata?.effect_id === request.effectId && p.body_sha256 === request.bodySha256;
+}
+
+export const socialFeedContract: DestinationContract = {
+  name: 'social-feed',
+  mechanism: 'none',
+  keyRetentionSeconds: null,
+  operations: { 'post.publish': post },
+  callTimeoutMs: 10_000,
+  // Nothing at the provider dedupes a second POST: only a human may approve one.
+  retryAfterProvenAbsence: false,
+  buildPackage(effectId, _operation, payload) {
+    return { target: `POST /social/v1/posts channel=${String(payload.channel)}`, body: { ...payload, metadata: { effect_id: effectId } } };
+  },
+  describe(_operation, payload) {
+    const text = String(payload.text);
+    return `post on ${String(payload.channel)}: "${text.length > 40 ? `${text.slice(0, 40)}…` : text}"`;
+  },
+};
+
+export function socialFeed(baseUrl: string, options: { maxReadbackPages?: number } = {}): DestinationAdapter {
+  const maxPages = options.maxReadbackPages ?? Math.ceil(DOCUMENTED_LIST_LIMIT / PAGE_SIZE);
+  const postUrl = (id: string) => `${baseUrl}/social/v1/posts/${id}`;
+  return {
+    ...socialFeedContract,
+    async send({ package: pkg, timeoutMs }): Promise<SendOutcome> {
+      let response: Response;
+      let body: unknown;
+      try {
+        response = await fetch(`${baseUrl}/social/v1/posts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(pkg.body),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        const text = await response.text();
+        try {
+          body = JSON.parse(text);
+        } catch {
+          return { class: 'unknown', httpStatus: response.status, detail: { reason: 'unparseable response body', body: text.slice(0, 500) } };
+        }
+      } catch (error) {
+        return classifyTransportError(error);
+      }
+      if (response.ok) {
+        const created = body as Partial<Post>;
+        if (typeof created.id !== 'string') return { class: 'unknown', httpStatus: response.status, detail: { reason: '2xx without a post ID', body } };
+        return { class: 'confirmed', httpStatus: response.status, externalId: created.id, externalUrl: postUrl(created.id), occurredAt: created.created_at ?? new Date().toISOString(), detail: { reason: 'posted', body } };
+      }
+      return classifyErrorStatus(response.status, body, response.headers.get('retry-after'));
+    },
+
+    async readBack(request): Promise<ReadbackResult> {
+      const since = Date.parse(request.since) - SKEW_MS;
+      let cursor: string | null = null;
+      let scanned = 0;
+      let reachedBack = false;
+      const matches: Post[] = [];
+      for (let page = 0; page < maxPages; page++) {
+        const listed: { status: 200; body: { data: Post[]; next_cursor: string | null } } | { status: 404 } = await getJson(
+          `${baseUrl}/social/v1/posts?page_size=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
+        if (listed.status === 404) throw new Error('post listing is missing at the provider');
+        scanned += listed.body.data.length;
+        matches.push(...listed.body.data.filter((p) => isExact(p, request)));
+        if (listed.body.data.some((p) => Date.parse(p.created_at) < since)) reachedBack = true;
+        cursor = listed.body.next_cursor;
+        if (matches.length || reachedBack || !cursor) break;
+      }
+      const [first, ...others] = matches.sort((a, b) => a.created_at.localeCompare(b.created_at));
+      const method = 'listing_scan';
+      if (first) {
+        return { outcome: 'found', coverage: reachedBack || !cursor ? 'complete' : 'partial', externalId: first.id, externalUrl: postUrl(first.id), occurredAt: first.created_at, detail: { method, reason: 'a listed post carries our effect ID and body', scanned, duplicates: others.map((p) => p.id) } };
+      }
+      // Absent only if the listing reached back past the attempt, or ended short of the documented limit.
+      if (reachedBack || (!cursor && scanned < DOCUMENTED_LIST_LIMIT)) {
+        return { outcome: 'absent', coverage: 'complete', detail: { method, reason: 'the listing covers the attempt window and holds no matching post', scanned } };
+      }
+      return { outcome: 'inconclusive', coverage: 'partial', detail: { method, reason: `not among the newest ${scanned} posts, and the listing does not reach back to the attempt`, scanned } };
+    },
+
+    async lookup(externalId, request): Promise<LookupResult> {
+      const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)));
+      if (found.status === 404) return { exists: false };
+      return { exists: true, externalId: found.body.id, externalUrl: postUrl(found.body.id), occurredAt: found.body.created_at, matchesRelease: isExact(found.body, request) };
+    },
+  };
+}
