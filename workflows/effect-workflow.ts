@@ -6,6 +6,7 @@ import {
   condition,
   proxyActivities,
   setCurrentDetails,
+  setDefaultSignalHandler,
   setHandler,
   sleep,
   upsertSearchAttributes,
@@ -36,7 +37,7 @@ import { stageAfterOutcome, type EffectStage } from './stages.js';
 
 // Ledger writes and readbacks are idempotent: retry them until they answer.
 const ledger = proxyActivities<EffectActivities>({
-  startToCloseTimeout: '30 seconds',
+  startToCloseTimeout: '10 seconds',
   retry: {
     initialInterval: '1 second',
     maximumInterval: '1 minute',
@@ -90,6 +91,8 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
     if (view.stage !== 'unknown') return refuse(kind, parsed.decision.actor, payload, `not awaiting a decision: the effect is ${view.stage}`);
     queue.push({ ref: nextRef(), decision: parsed.decision });
   };
+  // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped.
+  setDefaultSignalHandler((name, ...args) => refuse('unrecognised', '', args[0] ?? null, `unknown signal ${JSON.stringify(name)}; use approve-retry, confirm-delivery or abandon`));
   setHandler(statusQuery, () => view.status(), { description: statusQueryDescription });
   setHandler(approveRetrySignal, onDecision('approve-retry'), { description: decisionSignalDescriptions['approve-retry'] });
   setHandler(confirmDeliverySignal, onDecision('confirm-delivery'), { description: decisionSignalDescriptions['confirm-delivery'] });

@@ -291,6 +291,12 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
           body: { posts: { ...postCounts }, objects: objects.size, socialPosts: posts.size, keys: keys.size },
         }),
     },
+    {
+      // The provider's own dashboard: every post, including those too old to list (what a human checks).
+      method: 'GET',
+      pattern: /^\/_control\/social-posts$/,
+      handler: ({ res }) => send(res, { status: 200, body: { data: posts.newestFirst({ limit: Number.MAX_SAFE_INTEGER }).page } }),
+    },
     { method: 'POST', pattern: /^\/_control\/reset$/, handler: reset },
     { method: 'POST', pattern: /^\/_control\/retention$/, handler: setRetention },
     { method: 'GET', pattern: /^\/_control\/retention$/, handler: ({ res }) => send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } }) },

@@ -34,7 +34,7 @@ export interface Stack {
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
-export async function startStack(options: { callTimeoutMs?: number } = {}): Promise<Stack> {
+export async function startStack(options: { callTimeoutMs?: number; readbackIntervalMs?: number } = {}): Promise<Stack> {
   const config = loadTemporalConfig();
   const dbName = `effect_ledger_test_${randomBytes(5).toString('hex')}`;
   const databaseUrl = new URL(adminUrl);
@@ -43,7 +43,7 @@ export async function startStack(options: { callTimeoutMs?: number } = {}): Prom
   const [env, simulator] = await Promise.all([startDevServer({ config }), startSimulator(), migrateLedger(databaseUrl.toString())]);
   const ledger = openLedger(databaseUrl.toString());
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
-  const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue, callTimeoutMs: options.callTimeoutMs });
+  const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue, ...options });
   const workflowBundle = await bundle;
 
   return {

@@ -1,0 +1,21 @@
+// What a user checks about one effect: its stage as the workflow says it, and its ledger trail.
+import { statusQuery, type EffectStatus } from '../../workflows/contract.js';
+import type { EffectStage } from '../../workflows/stages.js';
+import type { Stack } from './stack.js';
+import { waitFor } from './wait.js';
+
+export function liveStatus(stack: Stack, effectId: string): Promise<EffectStatus> {
+  return stack.env.client.workflow.getHandle(effectId).query(statusQuery);
+}
+
+/** Waits until the running workflow reports `stage` and says it awaits `awaiting` (a substring). */
+export function waitForStage(stack: Stack, effectId: string, stage: EffectStage, awaiting?: string): Promise<EffectStatus> {
+  return waitFor(async () => {
+    const status = await liveStatus(stack, effectId);
+    return status.stage === stage && (!awaiting || status.awaiting?.includes(awaiting)) ? status : undefined;
+  }, `${effectId} to reach ${stage}${awaiting ? ` awaiting "${awaiting}"` : ''}`);
+}
+
+export async function objectsFor(stack: Stack, effectId: string) {
+  return (await stack.simulator.objects()).filter((o) => o.metadata.effect_id === effectId);
+}

@@ -1,0 +1,140 @@
+// UNKNOWN on the keyed (Stripe-style) destination, with real faults: the connection dropped after
+// commit, a response held past the timeout, a failure before commit, a worker SIGKILLed mid-call or
+// before the request left, and a key the provider has already forgotten. Never two objects.
+import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { objectsFor } from './support/effects.js';
+import { refundRequest } from './support/requests.js';
+import { startStack, type Stack } from './support/stack.js';
+import { waitFor } from './support/wait.js';
+import { startWorkerProcess } from './support/worker-process.js';
+
+const CALL_TIMEOUT_MS = 1500;
+
+describe('UNKNOWN on a keyed destination', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ callTimeoutMs: CALL_TIMEOUT_MS });
+  });
+  after(() => stack?.stop());
+
+  const posts = async () => (await stack.simulator.stats()).posts['/v1/objects'] ?? 0;
+
+  test('1. commit then drop the connection → unknown → readback finds it → recorded, one object', async () => {
+    await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
+    const result = await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:dropped', 100));
+      return stack.effects.result('refund:dropped');
+    });
+    assert.equal(result.stage, 'recorded');
+    const objects = await objectsFor(stack, 'refund:dropped');
+    assert.equal(objects.length, 1);
+    const { trail } = await stack.effects.status('refund:dropped');
+    assert.equal(trail.attempts.length, 1);
+    assert.deepEqual(trail.evidence.map((e) => [e.kind, e.outcome]), [['response', 'unknown'], ['readback', 'found']]);
+    assert.equal(trail.fact?.externalId, objects[0]!.id);
+    assert.equal(trail.fact?.confirmedBy, 'readback');
+  });
+
+  test('2. commit then delay past the timeout → same; the late answer changes nothing', async () => {
+    const before = await posts();
+    await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: CALL_TIMEOUT_MS * 3 });
+    const result = await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:slow', 200));
+      return stack.effects.result('refund:slow');
+    });
+    assert.equal(result.stage, 'recorded');
+    // The held answer goes to a socket our adapter already abandoned: nothing of ours reads it, so the
+    // ledger and the provider below are final whenever it lands.
+    assert.equal(await posts(), before + 1, 'exactly one POST');
+    assert.equal((await objectsFor(stack, 'refund:slow')).length, 1);
+    const { trail } = await stack.effects.status('refund:slow');
+    assert.equal(trail.attempts.length, 1);
+    assert.equal(trail.fact?.confirmedBy, 'readback');
+    assert.equal(trail.effect.stage, 'recorded');
+  });
+
+  test('3. fail before commit → unknown → readback proves absence → same-key retry → recorded, one object', async () => {
+    await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
+    const result = await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:lost-request', 300));
+      return stack.effects.result('refund:lost-request');
+    });
+    assert.equal(result.stage, 'recorded');
+    assert.equal((await objectsFor(stack, 'refund:lost-request')).length, 1);
+    const { trail } = await stack.effects.status('refund:lost-request');
+    assert.deepEqual(trail.attempts.map((a) => a.idempotencyKey), ['refund:lost-request', 'refund:lost-request']);
+    assert.deepEqual(trail.evidence.map((e) => [e.kind, e.outcome, e.coverage]), [
+      ['response', 'unknown', null],
+      ['readback', 'absent', 'complete'],
+      ['response', 'confirmed', null],
+    ]);
+    assert.equal(trail.fact?.confirmedBy, 'provider_response');
+  });
+
+  test('4. worker SIGKILLed while the call is in flight; a new worker takes over → no second POST; one object', async () => {
+    const before = await posts();
+    await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: 60_000 });
+    const doomed = await startWorkerProcess(stack);
+    await stack.effects.approve(refundRequest('refund:killed-mid-call', 400));
+    await waitFor(async () => (await posts()) === before + 1, 'the POST to reach the provider');
+    await doomed.kill();
+    const result = await stack.withWorker(() => stack.effects.result('refund:killed-mid-call'));
+    assert.equal(result.stage, 'recorded');
+    assert.equal(await posts(), before + 1, 'no second POST');
+    assert.equal((await objectsFor(stack, 'refund:killed-mid-call')).length, 1);
+    const { trail } = await stack.effects.status('refund:killed-mid-call');
+    assert.equal(trail.attempts.length, 1);
+    assert.equal(trail.fact?.confirmedBy, 'readback');
+  });
+
+  test('6. intent recorded, worker killed before the request reached the provider → readback absent → same-key retry; one object', async () => {
+    // The doomed worker's provider is a loopback port that accepts connections and never answers.
+    const held: Socket[] = [];
+    const blackhole: Server = createServer((socket) => held.push(socket));
+    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+    const port = (blackhole.address() as { port: number }).port;
+    try {
+      const before = await posts();
+      const doomed = await startWorkerProcess(stack, `http://127.0.0.1:${port}`);
+      await stack.effects.approve(refundRequest('refund:killed-before-send', 500));
+      await waitFor(async () => held.length > 0, 'the doomed worker to open its connection');
+      await doomed.kill();
+      const result = await stack.withWorker(() => stack.effects.result('refund:killed-before-send'));
+      assert.equal(result.stage, 'recorded');
+      assert.equal(await posts(), before + 1, 'the provider saw exactly one POST');
+      assert.equal((await objectsFor(stack, 'refund:killed-before-send')).length, 1);
+      const { trail } = await stack.effects.status('refund:killed-before-send');
+      assert.deepEqual(trail.attempts.map((a) => [a.attemptNumber, a.idempotencyKey]), [
+        [1, 'refund:killed-before-send'],
+        [2, 'refund:killed-before-send'],
+      ]);
+      assert.ok(trail.evidence.some((e) => e.kind === 'readback' && e.outcome === 'absent' && e.coverage === 'complete'));
+    } finally {
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => blackhole.close(resolve));
+    }
+  });
+
+  test('9. the provider forgot the key (retention 0) → readback by reference, no automatic second write', async () => {
+    const before = await posts();
+    await fetch(`${stack.simulator.url}/_control/retention`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyRetentionMs: 0 }) });
+    try {
+      await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
+      const result = await stack.withWorker(async () => {
+        await stack.effects.approve(refundRequest('refund:forgotten-key', 600));
+        return stack.effects.result('refund:forgotten-key');
+      });
+      assert.equal(result.stage, 'recorded');
+      assert.equal(await posts(), before + 1, 'no second POST');
+      assert.equal((await objectsFor(stack, 'refund:forgotten-key')).length, 1);
+      const { trail } = await stack.effects.status('refund:forgotten-key');
+      const readback = trail.evidence.find((e) => e.kind === 'readback');
+      assert.equal(readback?.outcome, 'found');
+      assert.equal((readback?.detail as { method: string }).method, 'metadata_search');
+    } finally {
+      await fetch(`${stack.simulator.url}/_control/retention`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyRetentionMs: 86_400_000 }) });
+    }
+  });
+});
