@@ -73,3 +73,8 @@ export async function readRelease(db: LedgerDb, effectId: string, revision: numb
     .where(and(eq(releases.effectId, effectId), eq(releases.revision, revision)));
   return row ?? null;
 }
+
+export async function readFact(db: LedgerDb, effectId: string): Promise<typeof facts.$inferSelect | null> {
+  const [fact] = await db.select().from(facts).where(eq(facts.effectId, effectId));
+  return fact ?? null;
+}

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import postgres from 'postgres';
 import { objectsFor } from './support/effects.js';
 import { refundRequest } from './support/requests.js';
 import { startStack, type Stack } from './support/stack.js';
@@ -87,6 +88,41 @@ describe('UNKNOWN on a keyed destination', () => {
     const { trail } = await stack.effects.status('refund:killed-mid-call');
     assert.equal(trail.attempts.length, 1);
     assert.equal(trail.fact?.confirmedBy, 'readback');
+  });
+
+  test('5. the provider answered, the worker was killed before the fact was written → no second POST; the fact is recovered', async () => {
+    const effectId = 'refund:killed-after-answer';
+    const before = await posts();
+    // Hold the ledger's evidence table: the worker gets the provider's answer but cannot record it.
+    const locker = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+    let unlock!: () => void;
+    const unlocked = new Promise<void>((resolve) => (unlock = resolve));
+    const lock = locker.begin(async (tx) => {
+      await tx`LOCK TABLE provider_evidence IN ACCESS EXCLUSIVE MODE`;
+      await unlocked;
+    });
+    const probe = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+    try {
+      await waitFor(async () => (await probe`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'provider_evidence' AND l.mode = 'AccessExclusiveLock' AND l.granted`).length > 0, 'the lock');
+      const doomed = await startWorkerProcess(stack);
+      await stack.effects.approve(refundRequest(effectId, 700));
+      await waitFor(async () => (await objectsFor(stack, effectId)).length === 1, 'the object at the provider');
+      await waitFor(async () => (await probe`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%provider_evidence%'`).length > 0, 'the worker to block on recording the answer');
+      await doomed.kill();
+    } finally {
+      unlock();
+      await lock;
+      await Promise.all([locker.end(), probe.end()]);
+    }
+    const result = await stack.withWorker(() => stack.effects.result(effectId));
+    assert.equal(result.stage, 'recorded');
+    assert.equal(await posts(), before + 1, 'no second POST');
+    const objects = await objectsFor(stack, effectId);
+    assert.equal(objects.length, 1);
+    const { trail } = await stack.effects.status(effectId);
+    assert.equal(trail.attempts.length, 1);
+    // The answer survived in the workflow's history; the retried ledger write records it.
+    assert.equal(trail.fact?.externalId, objects[0]!.id);
   });
 
   test('6. intent recorded, worker killed before the request reached the provider → readback absent → same-key retry; one object', async () => {

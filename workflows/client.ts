@@ -12,7 +12,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Clien
 import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError } from '../ledger/errors.js';
 import { registerEffect } from '../ledger/registration.js';
-import { listEffectsByStage, readTrail, type EffectTrail } from '../ledger/trail.js';
+import { listEffectsByStage, readFact, readTrail, type EffectTrail } from '../ledger/trail.js';
 import { decideUpdate, EFFECT_WORKFLOW_TYPE, statusQuery, type DecideResponse, type EffectInput, type EffectResult, type EffectStatus } from './contract.js';
 import type { DecisionKind } from './decisions.js';
 import type { effectWorkflow } from './effect-workflow.js';
@@ -101,7 +101,8 @@ export class EffectLedgerClient {
       // A closed run with this ID exists: the effect already ran; the ledger says how it ended.
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
-    return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
+    // The stage as registration read it: not terminal, so no fact existed at that moment.
+    return { effectId: effect.effectId, created, stage, fact: null };
   }
 
   /** Waits for the effect's workflow to finish (or to be reported as finished by the ledger). */
@@ -140,7 +141,7 @@ export class EffectLedgerClient {
   }
 
   private async fact(effectId: string) {
-    const trail = await readTrail(this.options.db, effectId);
-    return trail?.fact ? { externalId: trail.fact.externalId, externalUrl: trail.fact.externalUrl } : null;
+    const fact = await readFact(this.options.db, effectId);
+    return fact ? { externalId: fact.externalId, externalUrl: fact.externalUrl } : null;
   }
 }
