@@ -13,6 +13,7 @@ import { loadTemporalConfig } from '../../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../../workers/effect-worker.js';
 import { EffectLedgerClient } from '../../workflows/client.js';
 import { startSimulator, type SimulatorProcess } from './simulator.js';
+import { captureHistory } from '../../scripts/history-file.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -66,6 +67,13 @@ export async function startStack(options: { callTimeoutMs?: number; readbackInte
       return worker.runUntil(fn());
     },
     async stop() {
+      // CAPTURE_HISTORIES_DIR=dir keeps every workflow history of this stack, for test/histories.
+      const captureDir = process.env.CAPTURE_HISTORIES_DIR;
+      if (captureDir) {
+        for await (const w of env.client.workflow.list()) {
+          await captureHistory(env.client, w.workflowId, `${captureDir}/${w.workflowId.replace(/[^A-Za-z0-9._-]/g, '_')}.json`);
+        }
+      }
       await Promise.allSettled([env.teardown(), simulator.stop(), ledger.close()]);
       const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
       await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).finally(() => admin.end());
