@@ -31,5 +31,15 @@ if ! pg_ready; then
   pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432; set DATABASE_URL to one that is" >&2; exit 1; }
 fi
 
-# 3. The Temporal CLI (dev server + Web UI): TEMPORAL_CLI, PATH, bin/, else go install (cached by Go).
+# 3. Debian's Chromium for the browser tests of the Web UI (never a browser download).
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "${SKIP_CHROMIUM:-}" != 1 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "installing Chromium from Debian's packages"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "Chromium is missing and cannot be installed here: install Debian's chromium (or set CHROMIUM_PATH)" >&2
+  fi
+fi
+
+# 4. The Temporal CLI (dev server + Web UI): TEMPORAL_CLI, PATH, bin/, else go install (cached by Go).
 step "Temporal CLI: $(npx tsx scripts/temporal-cli.ts)"

@@ -91,6 +91,7 @@ export class EffectLedgerClient {
         staticSummary: `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`,
         staticDetails: [
           `**Effect** \`${effect.effectId}\``,
+          '',
           `- destination: ${effect.destination} (${effect.mechanism}${effect.keyRetentionSeconds ? `, key kept ${effect.keyRetentionSeconds} s` : ''})`,
           `- operation: \`${effect.operation}\``,
           `- approved by ${effect.approvedBy} under ${effect.authorizationRef}`,

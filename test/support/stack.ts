@@ -2,6 +2,7 @@
 // the committed migrations, the provider simulator as its own process, and workers built from the
 // same code the worker process runs. Everything stops by itself in stop().
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';
@@ -22,6 +23,8 @@ const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127
 
 export interface Stack {
   env: TestWorkflowEnvironment;
+  /** The Web UI's base URL when started with { ui: true }. */
+  uiUrl?: string;
   ledger: Ledger;
   databaseUrl: string;
   simulator: SimulatorProcess;
@@ -33,22 +36,43 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
+/** A port nothing listens on right now (the dev server binds it a moment later). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
-export async function startStack(options: { callTimeoutMs?: number; readbackIntervalMs?: number } = {}): Promise<Stack> {
+export interface StackOptions {
+  callTimeoutMs?: number;
+  readbackIntervalMs?: number;
+  /** Serve the Temporal Web UI on a free port. */
+  ui?: boolean;
+}
+
+export async function startStack({ ui, ...clientOptions }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
   const dbName = `effect_ledger_test_${randomBytes(5).toString('hex')}`;
   const databaseUrl = new URL(adminUrl);
   databaseUrl.pathname = `/${dbName}`;
   bundle ??= bundleEffectWorkflows();
-  const [env, simulator] = await Promise.all([startDevServer({ config }), startSimulator(), migrateLedger(databaseUrl.toString())]);
+  const uiPort = ui ? await freePort() : undefined;
+  const [env, simulator] = await Promise.all([startDevServer({ config, uiPort }), startSimulator(), migrateLedger(databaseUrl.toString())]);
   const ledger = openLedger(databaseUrl.toString());
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
-  const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue, ...options });
+  const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue, ...clientOptions });
   const workflowBundle = await bundle;
 
   return {
     env,
+    uiUrl: uiPort ? `http://${config.devServer.ip}:${uiPort}` : undefined,
     ledger,
     databaseUrl: databaseUrl.toString(),
     simulator,
