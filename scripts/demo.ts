@@ -1,9 +1,6 @@
 // The demo: real effects through the real stack, then the Web UI left up to look at.
 //   npm run demo              (Ctrl-C stops everything)
 //   npm run demo -- --exit    (stop after printing the trails)
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
@@ -16,6 +13,7 @@ import { databaseUrl, loadTemporalConfig } from '../workers/config.js';
 import { createEffectWorker } from '../workers/effect-worker.js';
 import { EffectLedgerClient } from '../workflows/client.js';
 import { startConfiguredDevServer } from './dev-server.js';
+import { spawnSimulator } from './provider-simulator/spawn.js';
 
 const options = new Command('demo')
   .option('--exit', 'stop after printing the trails')
@@ -34,19 +32,9 @@ const approvals = [
   { note: 'a refund the provider refuses', effectId: 'refund:A-2', destination: 'keyed-api', operation: 'refund.create', payload: { charge: 'ch_A2', amount: -5, currency: 'EUR' } },
 ].map((a) => ({ ...a, effectId: `${tag}.${a.effectId}`, approvedBy: 'demo@effect-ledger.local', authorizationRef: 'DEMO-APPROVAL-1' }));
 
-async function startSimulator(): Promise<{ url: string; stop(): void }> {
-  const entry = fileURLToPath(new URL('./provider-simulator.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--port', '0'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`simulator exited (${code})`)));
-  });
-  return { url: (JSON.parse(line) as { url: string }).url, stop: () => child.kill('SIGTERM') };
-}
-
 const config = loadTemporalConfig();
 process.stdout.write(`Starting the Temporal dev server on ${config.devServer.ip}:${config.devServer.port} (UI :${config.devServer.uiPort})...\n`);
-const [env, simulator] = await Promise.all([startConfiguredDevServer(config), startSimulator(), migrateLedger()]);
+const [env, simulator] = await Promise.all([startConfiguredDevServer(config), spawnSimulator(), migrateLedger()]);
 const ledger = openLedger(databaseUrl());
 const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue: config.taskQueue });
 const worker = await createEffectWorker({
@@ -84,7 +72,7 @@ process.stdout.write(`Temporal Web UI: ${ui}\n  filter: EffectStage = "recorded"
 const shutdown = async () => {
   worker.shutdown();
   await running.catch(() => undefined);
-  simulator.stop();
+  await simulator.stop();
   await ledger.close();
   await env.teardown();
 };

@@ -1,7 +1,7 @@
 // Runs the `effect` CLI as its own process against a test stack.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { Stack } from './stack.js';
+import { stackEnvironment, type Stack } from './stack.js';
 
 const entry = fileURLToPath(new URL('../../scripts/effect-cli.ts', import.meta.url));
 
@@ -13,13 +13,7 @@ export interface CliRun {
 
 export function runCli(stack: Stack, args: string[], stdin?: string): Promise<CliRun> {
   const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      TEMPORAL_ADDRESS: stack.env.address,
-      TEMPORAL_NAMESPACE: stack.namespace,
-      TEMPORAL_TASK_QUEUE: stack.taskQueue,
-    },
+    env: stackEnvironment(stack),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';

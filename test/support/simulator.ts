@@ -1,10 +1,7 @@
 // The provider simulator as a separate process, and the reads a test makes of it: what objects exist
 // at the provider, how many POSTs it received, and fault injection at its network boundary.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-
-const entry = fileURLToPath(new URL('../../scripts/provider-simulator.ts', import.meta.url));
+import type { ChildProcess } from 'node:child_process';
+import { spawnSimulator } from '../../scripts/provider-simulator/spawn.js';
 
 export type FaultKind =
   | 'fail_before_commit'
@@ -31,16 +28,11 @@ async function json<T>(response: Promise<Response>): Promise<T> {
 }
 
 export async function startSimulator(args: string[] = []): Promise<SimulatorProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--port', '0', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    lines.once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
-    child.once('exit', (code) => reject(new Error(`provider simulator exited early (${code})`)));
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const { url, child, stop } = await spawnSimulator(args);
   return {
     url,
     child,
+    stop,
     async objects() {
       const all: Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }> = [];
       let after: string | undefined;
@@ -54,10 +46,6 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
     stats: () => json(fetch(`${url}/_control/stats`)),
     async fault(kind, options = {}) {
       await json(fetch(`${url}/_control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind, ...options }) }));
-    },
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
     },
   };
 }

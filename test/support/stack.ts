@@ -104,3 +104,14 @@ export async function startStack({ ui, ...clientOptions }: StackOptions = {}): P
     },
   };
 }
+
+/** The environment that points a child process (CLI, worker) at this stack. */
+export function stackEnvironment(stack: Stack): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL: stack.databaseUrl,
+    TEMPORAL_ADDRESS: stack.env.address,
+    TEMPORAL_NAMESPACE: stack.namespace,
+    TEMPORAL_TASK_QUEUE: stack.taskQueue,
+  };
+}

@@ -1,7 +1,7 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { Stack } from './stack.js';
+import { stackEnvironment, type Stack } from './stack.js';
 
 const entry = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
 
@@ -12,14 +12,7 @@ export interface WorkerProcess {
 
 export async function startWorkerProcess(stack: Stack, providerUrl = stack.simulator.url): Promise<WorkerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: {
-      ...process.env,
-      DATABASE_URL: stack.databaseUrl,
-      TEMPORAL_ADDRESS: stack.env.address,
-      TEMPORAL_NAMESPACE: stack.namespace,
-      TEMPORAL_TASK_QUEUE: stack.taskQueue,
-      EFFECT_LEDGER_PROVIDER_URL: providerUrl,
-    },
+    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

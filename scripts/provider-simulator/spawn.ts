@@ -1,0 +1,31 @@
+// Runs the provider simulator as its own process (a real server on loopback) and waits for its URL.
+// It exits when we close its stdin, so it never outlives the process that started it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const entry = fileURLToPath(new URL('../provider-simulator.ts', import.meta.url));
+
+export interface SpawnedSimulator {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function spawnSimulator(args: string[] = []): Promise<SpawnedSimulator> {
+  // `node --import tsx`, not `npx tsx`: the latter does not pass SIGTERM on.
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--port', '0', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => resolve((JSON.parse(line) as { url: string }).url));
+    child.once('exit', (code) => reject(new Error(`provider simulator exited early (${code})`)));
+  });
+  return {
+    url,
+    child,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
