@@ -12,6 +12,7 @@ import { readTrail } from '../ledger/trail.js';
 import { databaseUrl, loadTemporalConfig } from '../workers/config.js';
 import { createEffectWorker } from '../workers/effect-worker.js';
 import { EffectLedgerClient } from '../workflows/client.js';
+import { statusQuery } from '../workflows/contract.js';
 import { startConfiguredDevServer } from './dev-server.js';
 import { spawnSimulator } from './provider-simulator/spawn.js';
 
@@ -59,15 +60,34 @@ for (const { note, ...request } of approvals) {
   }
 }
 
+// One effect left for you: the key-less provider drops the connection before committing, readback proves
+// absence, and a destination without keys never retries on its own. It waits in UNKNOWN for a decision.
+const stuckId = `${tag}.post:launch`;
+await fetch(`${simulator.url}/_control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'fail_before_commit', path: '/social/v1/posts' }) });
+await effects.approve({ effectId: stuckId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text: 'effect-ledger is live' }, approvedBy: 'demo@effect-ledger.local', authorizationRef: 'DEMO-APPROVAL-1' });
+const handle = env.client.workflow.getHandle(stuckId);
+for (let waited = 0; waited < 60_000 && !(await handle.query(statusQuery)).awaiting?.startsWith('a human decision'); waited += 200) {
+  await new Promise((resolve) => setTimeout(resolve, 200));
+}
+process.stdout.write(`✔ a post whose request was lost on the way: ${(await handle.query(statusQuery)).stage} — awaits a human\n`);
+
 const providerObjects = (await (await fetch(`${simulator.url}/v1/objects?limit=100`)).json()) as { data: unknown[] };
 process.stdout.write(`\nObjects at the provider: ${providerObjects.data.length}\n\nLedger trails:\n`);
-for (const effectId of [...new Set(approvals.map((a) => a.effectId))]) {
+for (const effectId of [...new Set(approvals.map((a) => a.effectId)), stuckId]) {
   const trail = await readTrail(ledger.db, effectId);
   if (trail) process.stdout.write(`${formatTrail(trail)}\n\n`);
 }
 
 const ui = `http://${config.devServer.ip}:${config.devServer.uiPort}/namespaces/${config.namespace}/workflows`;
-process.stdout.write(`Temporal Web UI: ${ui}\n  filter: EffectStage = "recorded"   (or "unknown" for effects that need a human)\n`);
+process.stdout.write(
+  [
+    `Temporal Web UI: ${ui}`,
+    `  filter: EffectStage = "unknown"   → ${stuckId} waits for you (see docs/operators.md):`,
+    `  open it, More Actions → Send a Signal → approve-retry, Data: {"actor": "you@example.com", "reason": "checked: not posted"}`,
+    `  then: npm run effect -- status ${stuckId}`,
+    '',
+  ].join('\n'),
+);
 
 const shutdown = async () => {
   worker.shutdown();

@@ -49,6 +49,8 @@ async function stop(): Promise<void> {
   process.exit(0);
 }
 
+// A parent that died before reading our URL closes our stdout: that is a reason to stop, not to crash.
+process.stdout.on('error', () => void stop());
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 

@@ -49,3 +49,38 @@ export function classifyErrorStatus(status: number, body: unknown, retryAfter: s
   if (status >= 400 && status < 500) return { class: 'rejected', httpStatus: status, detail: { ...detail, reason: `definitive refusal (HTTP ${status})` } };
   return { class: 'unknown', httpStatus: status, detail: { ...detail, reason: `HTTP ${status}: the provider may have applied the request` } };
 }
+
+export interface JsonExchange {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+/**
+ * POSTs a JSON body and reads a JSON answer. What cannot be read as an answer comes back already
+ * classified (transport failures, unparseable bodies); an answer is the adapter's to classify.
+ */
+export async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number): Promise<JsonExchange | SendOutcome> {
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    text = await response.text();
+  } catch (error) {
+    return classifyTransportError(error);
+  }
+  try {
+    return { status: response.status, headers: response.headers, body: JSON.parse(text) as unknown };
+  } catch {
+    return { class: 'unknown', httpStatus: response.status, detail: { reason: 'unparseable response body', body: text.slice(0, 500) } };
+  }
+}
+
+export function isOutcome(value: JsonExchange | SendOutcome): value is SendOutcome {
+  return 'class' in value;
+}

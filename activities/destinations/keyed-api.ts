@@ -5,7 +5,7 @@
 // find the object by reference after the key is forgotten.
 import { z } from 'zod';
 import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackRequest, ReadbackResult, SendOutcome } from './destination.js';
-import { classifyErrorStatus, classifyTransportError } from './http-outcome.js';
+import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson } from './http-read.js';
 
 const refund = z
@@ -67,39 +67,23 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
   return {
     ...keyedApiContract,
     async send({ idempotencyKey, package: pkg, timeoutMs }): Promise<SendOutcome> {
-      let response: Response;
-      let text: string;
-      try {
-        response = await fetch(`${baseUrl}/v1/objects`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-          body: JSON.stringify(pkg.body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        text = await response.text();
-      } catch (error) {
-        return classifyTransportError(error);
-      }
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        return { class: 'unknown', httpStatus: response.status, detail: { reason: 'unparseable response body', body: text.slice(0, 500) } };
-      }
-      const replayed = response.headers.get('idempotent-replayed') === 'true';
-      if (response.ok) {
+      const answer = await postJson(`${baseUrl}/v1/objects`, pkg.body, { 'idempotency-key': idempotencyKey }, timeoutMs);
+      if (isOutcome(answer)) return answer;
+      const { status, headers, body } = answer;
+      const replayed = headers.get('idempotent-replayed') === 'true';
+      if (status >= 200 && status < 300) {
         const parsed = createdObject.safeParse(body);
-        if (!parsed.success) return { class: 'unknown', httpStatus: response.status, detail: { reason: '2xx without an object ID', body } };
+        if (!parsed.success) return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without an object ID', body } };
         return {
           class: 'confirmed',
-          httpStatus: response.status,
+          httpStatus: status,
           externalId: parsed.data.id,
           externalUrl: `${baseUrl}/v1/objects/${parsed.data.id}`,
           occurredAt: parsed.data.created_at ?? new Date().toISOString(),
           detail: { reason: replayed ? 'created (stored response replayed for our key)' : 'created', body, replayed },
         };
       }
-      return classifyErrorStatus(response.status, body, response.headers.get('retry-after'));
+      return classifyErrorStatus(status, body, headers.get('retry-after'));
     },
 
     async readBack(request): Promise<ReadbackResult> {

@@ -4,7 +4,7 @@
 // released package, and partial coverage is real. Never retried automatically after UNKNOWN.
 import { z } from 'zod';
 import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackRequest, ReadbackResult, SendOutcome } from './destination.js';
-import { classifyErrorStatus, classifyTransportError } from './http-outcome.js';
+import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson } from './http-read.js';
 
 const post = z
@@ -54,30 +54,16 @@ export function socialFeed(baseUrl: string, options: { maxReadbackPages?: number
   return {
     ...socialFeedContract,
     async send({ package: pkg, timeoutMs }): Promise<SendOutcome> {
-      let response: Response;
-      let body: unknown;
-      try {
-        response = await fetch(`${baseUrl}/social/v1/posts`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(pkg.body),
-          signal: AbortSignal.timeout(timeoutMs),
-        });
-        const text = await response.text();
-        try {
-          body = JSON.parse(text);
-        } catch {
-          return { class: 'unknown', httpStatus: response.status, detail: { reason: 'unparseable response body', body: text.slice(0, 500) } };
-        }
-      } catch (error) {
-        return classifyTransportError(error);
-      }
-      if (response.ok) {
+      // No Idempotency-Key: this provider ignores it, and sending one would suggest a protection that is not there.
+      const answer = await postJson(`${baseUrl}/social/v1/posts`, pkg.body, {}, timeoutMs);
+      if (isOutcome(answer)) return answer;
+      const { status, headers, body } = answer;
+      if (status >= 200 && status < 300) {
         const created = body as Partial<Post>;
-        if (typeof created.id !== 'string') return { class: 'unknown', httpStatus: response.status, detail: { reason: '2xx without a post ID', body } };
-        return { class: 'confirmed', httpStatus: response.status, externalId: created.id, externalUrl: postUrl(created.id), occurredAt: created.created_at ?? new Date().toISOString(), detail: { reason: 'posted', body } };
+        if (typeof created.id !== 'string') return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without a post ID', body } };
+        return { class: 'confirmed', httpStatus: status, externalId: created.id, externalUrl: postUrl(created.id), occurredAt: created.created_at ?? new Date().toISOString(), detail: { reason: 'posted', body } };
       }
-      return classifyErrorStatus(response.status, body, response.headers.get('retry-after'));
+      return classifyErrorStatus(status, body, headers.get('retry-after'));
     },
 
     async readBack(request): Promise<ReadbackResult> {
