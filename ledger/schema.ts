@@ -168,7 +168,8 @@ export const facts = pgTable(
     // One external object is the result of at most one effect: a shared key would show up here.
     uniqueIndex('facts_destination_external_id_uq').on(t.destination, t.externalId),
     check('confirmed_by_known', sql`${t.confirmedBy} IN ('provider_response', 'readback', 'human')`),
-    check('external_id_length', sql`length(${t.externalId}) BETWEEN 1 AND 200`),
+    // Up to 2000: a human may confirm with only a URL, which then names the object.
+    check('external_id_length', sql`length(${t.externalId}) BETWEEN 1 AND 2000`),
   ],
 );
 

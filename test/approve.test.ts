@@ -81,4 +81,18 @@ describe('approving effects', () => {
     assert.equal((await stack.simulator.stats()).posts['/v1/objects'], postsBefore);
     assert.equal((await stack.effects.status('refund:A-2')).trail.attempts.length, 1);
   });
+
+  test('a long display summary is shortened to one line, not refused; it is not part of the fingerprint', async () => {
+    const request = { ...taskRequest('task:long-title', 'request-99', 'T'.repeat(200)), summary: undefined };
+    const result = await stack.withWorker(async () => {
+      await stack.effects.approve(request);
+      return stack.effects.result('task:long-title');
+    });
+    assert.equal(result.stage, 'recorded');
+    const { trail } = await stack.effects.status('task:long-title');
+    assert.ok(trail.effect.summary.length <= 200, `summary has ${trail.effect.summary.length} chars`);
+    assert.ok(trail.effect.summary.endsWith('…'));
+    const again = await stack.effects.approve({ ...request, summary: 'another display text' });
+    assert.equal(again.created, false);
+  });
 });

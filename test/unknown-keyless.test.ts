@@ -155,4 +155,21 @@ describe('UNKNOWN on a key-less destination', () => {
     assert.equal(trail.fact?.confirmedBy, 'readback');
     assert.equal(trail.decisions.length, 0);
   });
+
+  test('confirm with only a URL (nothing to check it against) → recorded by human, the evidence says unverified', async () => {
+    const effectId = 'post:launch-5';
+    const url = `https://social.example/linkedin-ru/posts/${'p'.repeat(300)}`;
+    await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+    const answer = await stack.withWorker(async () => {
+      await stack.effects.approve(postRequest(effectId, 'Fifth launch'));
+      await waitForStage(stack, effectId, 'unknown', 'a human decision');
+      return stack.effects.decide(effectId, 'confirm-delivery', { actor: 'ops@example.com', reason: 'posted by hand from the app', externalUrl: url });
+    });
+    assert.deepEqual(answer, { accepted: true, stage: 'recorded' });
+    const { trail } = await stack.effects.status(effectId);
+    assert.equal(trail.fact?.confirmedBy, 'human');
+    assert.equal(trail.fact?.externalUrl, url);
+    const human = trail.evidence.find((e) => e.kind === 'human');
+    assert.match((human?.detail as { checked: string }).checked, /not checkable/);
+  });
 });

@@ -32,6 +32,12 @@ export interface ValidatedEffectRequest extends EffectRequest {
   summary: string;
 }
 
+/** Display text fits the ledger's 300-character summary, whatever the payload held. */
+function oneLine(text: string, max = 200): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
 function issuesOf(error: z.ZodError): string[] {
   return error.issues.map((issue) => `${issue.path.join('.') || '(request)'}: ${issue.message}`);
 }
@@ -69,6 +75,6 @@ export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
     ...request,
     contract,
     fingerprint: effectFingerprint(request),
-    summary: request.summary ?? contract.describe(request.operation, request.payload),
+    summary: oneLine(request.summary ?? contract.describe(request.operation, request.payload)),
   };
 }

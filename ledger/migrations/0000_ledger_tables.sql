@@ -63,7 +63,7 @@ CREATE TABLE "facts" (
 	"evidence_id" bigint NOT NULL,
 	"recorded_at" timestamp with time zone DEFAULT now() NOT NULL,
 	CONSTRAINT "confirmed_by_known" CHECK ("facts"."confirmed_by" IN ('provider_response', 'readback', 'human')),
-	CONSTRAINT "external_id_length" CHECK (length("facts"."external_id") BETWEEN 1 AND 200)
+	CONSTRAINT "external_id_length" CHECK (length("facts"."external_id") BETWEEN 1 AND 2000)
 );
 --> statement-breakpoint
 CREATE TABLE "provider_evidence" (
