@@ -95,4 +95,17 @@ describe('approving effects', () => {
     const again = await stack.effects.approve({ ...request, summary: 'another display text' });
     assert.equal(again.created, false);
   });
+
+  test('503 with Retry-After (not processed) → retried after the delay with the same key → recorded, one object', async () => {
+    await stack.simulator.fault('status_503_before_commit', { path: '/v1/objects' });
+    const result = await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:busy', 800));
+      return stack.effects.result('refund:busy');
+    });
+    assert.equal(result.stage, 'recorded');
+    const { trail } = await stack.effects.status('refund:busy');
+    assert.deepEqual(trail.attempts.map((a) => a.idempotencyKey), ['refund:busy', 'refund:busy']);
+    assert.deepEqual(trail.evidence.map((e) => [e.outcome, e.httpStatus]), [['not_sent', 503], ['confirmed', 200]]);
+    assert.equal((await stack.simulator.objects()).filter((o) => o.metadata.effect_id === 'refund:busy').length, 1);
+  });
 });
