@@ -38,6 +38,23 @@ describe('UNKNOWN on a keyed destination', () => {
     assert.equal(trail.fact?.confirmedBy, 'readback');
   });
 
+  test('readback that fails on its way (provider reads answer 500) is retried until it answers; still one object', async () => {
+    await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
+    await stack.simulator.fault('read_error_500', { path: '/v1/', count: 2 });
+    const result = await stack.withWorker(async () => {
+      await stack.effects.approve(refundRequest('refund:flaky-reads', 150));
+      return stack.effects.result('refund:flaky-reads');
+    });
+    assert.equal(result.stage, 'recorded');
+    assert.equal((await objectsFor(stack, 'refund:flaky-reads')).length, 1);
+    const { trail } = await stack.effects.status('refund:flaky-reads');
+    assert.equal(trail.attempts.length, 1);
+    // Failed reads leave no evidence: only the readback that answered is recorded.
+    assert.deepEqual(trail.evidence.map((e) => [e.kind, e.outcome]), [['response', 'unknown'], ['readback', 'found']]);
+    const faultsLeft = (await (await fetch(`${stack.simulator.url}/_control/faults`)).json()) as { faults: unknown[] };
+    assert.equal(faultsLeft.faults.length, 0, 'both read faults were hit');
+  });
+
   test('2. commit then delay past the timeout → same; the late answer changes nothing', async () => {
     const before = await posts();
     await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: CALL_TIMEOUT_MS * 3 });

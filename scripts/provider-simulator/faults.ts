@@ -10,7 +10,13 @@ export const FAULT_KINDS = [
   'delay_before_commit', // wait delayMs (idempotency key in flight), then proceed
   'status_500_after_commit', // stored, answered 500
   'status_503_before_commit', // nothing stored, answered 503 + Retry-After
+  'read_error_500', // a read (GET on /v1 or /social/v1) answered 500: readback must retry
 ] as const;
+
+/** Faults consumed by reads (GETs) rather than by effectful POSTs. */
+export function isReadFault(kind: FaultKind): boolean {
+  return kind === 'read_error_500';
+}
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -49,9 +55,9 @@ export class FaultQueue {
     return added;
   }
 
-  /** Remove and return the oldest fault matching `path`, if any. */
-  take(path: string): Fault | undefined {
-    const index = this.#queue.findIndex((f) => f.path === null || path.startsWith(f.path));
+  /** Remove and return the oldest fault matching `path` (and the kind of request), if any. */
+  take(path: string, read = false): Fault | undefined {
+    const index = this.#queue.findIndex((f) => isReadFault(f.kind) === read && (f.path === null || path.startsWith(f.path)));
     return index === -1 ? undefined : this.#queue.splice(index, 1)[0];
   }
 

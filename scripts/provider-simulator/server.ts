@@ -314,6 +314,9 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
         { allow: candidates.map((r) => r.method).join(', ') },
       );
     }
+    if (req.method === 'GET' && !url.pathname.startsWith('/_control/') && faults.take(url.pathname, true)) {
+      throw new HttpError(500, { type: 'api_error', message: 'Internal error while reading (injected fault).' });
+    }
     const raw = found.pattern.exec(url.pathname)?.[1];
     await found.handler({ req, res, url, param: raw === undefined ? '' : decodeParam(raw) });
   }

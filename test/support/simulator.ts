@@ -9,7 +9,8 @@ export type FaultKind =
   | 'delay_after_commit'
   | 'delay_before_commit'
   | 'status_500_after_commit'
-  | 'status_503_before_commit';
+  | 'status_503_before_commit'
+  | 'read_error_500';
 
 export interface SimulatorProcess {
   url: string;
