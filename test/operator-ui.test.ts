@@ -21,10 +21,25 @@ async function stuckEffect(stack: Stack, effectId: string, text: string): Promis
   await waitForStage(stack, effectId, 'unknown', 'a human decision');
 }
 
+/** Adds our search attributes as list columns (what the operator guide tells people to do once). */
+async function showEffectColumns(page: Page): Promise<void> {
+  await page.getByTestId('workflows-summary-table-configuration-button').click();
+  for (const column of ['Run ID', 'Type', 'End']) await page.getByRole('button', { name: `Remove ${column} column` }).click(); // make room
+  for (const column of ['EffectStage', 'EffectSummary']) await page.getByRole('button', { name: `Add ${column} column` }).click();
+  await page.getByRole('button', { name: 'Close' }).last().click();
+  await page.getByText('Configure Workflows Table').waitFor({ state: 'hidden' });
+}
+
 async function openFromFilteredList(page: Page, stack: Stack, effectId: string, shot: string): Promise<void> {
   await page.goto(`${stack.uiUrl}/namespaces/${stack.namespace}/workflows?query=${encodeURIComponent('EffectStage="unknown"')}`);
   const link = page.getByRole('link', { name: effectId, exact: true });
   await link.waitFor();
+  if (shot === 'approve-retry') {
+    await showEffectColumns(page);
+    // Each row says what the effect is: stage, and the one-line summary.
+    const row = page.getByRole('row').filter({ has: link });
+    await row.getByText(`${effectId} · social-feed post.publish · post on linkedin-ru`).waitFor();
+  }
   await page.screenshot({ path: `${artifactsDir}${shot}-list.png` });
   await link.click();
   await page.getByRole('button', { name: 'More Actions' }).waitFor();

@@ -17,7 +17,7 @@ import { decideUpdate, EFFECT_WORKFLOW_TYPE, statusQuery, type DecideResponse, t
 import type { DecisionKind } from './decisions.js';
 import type { effectWorkflow } from './effect-workflow.js';
 import { validateEffectRequest } from './effect-request.js';
-import { effectDestinationKey, effectOperationKey, effectStageKey } from './search-attributes.js';
+import { effectDestinationKey, effectOperationKey, effectStageKey, effectSummaryKey } from './search-attributes.js';
 import { isTerminal, type EffectStage } from './stages.js';
 
 export interface EffectLedgerClientOptions {
@@ -66,6 +66,7 @@ export class EffectLedgerClient {
     const stage = effect.stage as EffectStage;
     if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
 
+    const summary = `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`;
     const input: EffectInput = {
       effectId: effect.effectId,
       destination: effect.destination,
@@ -87,8 +88,9 @@ export class EffectLedgerClient {
           { key: effectStageKey, value: 'prepared' },
           { key: effectDestinationKey, value: effect.destination },
           { key: effectOperationKey, value: effect.operation },
+          { key: effectSummaryKey, value: summary },
         ],
-        staticSummary: `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`,
+        staticSummary: summary,
         staticDetails: [
           `**Effect** \`${effect.effectId}\``,
           '',

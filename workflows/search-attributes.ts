@@ -5,3 +5,5 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 export const effectStageKey = defineSearchAttributeKey('EffectStage', SearchAttributeType.KEYWORD);
 export const effectDestinationKey = defineSearchAttributeKey('EffectDestination', SearchAttributeType.KEYWORD);
 export const effectOperationKey = defineSearchAttributeKey('EffectOperation', SearchAttributeType.KEYWORD);
+/** The effect in one line, for the Web UI's workflow list (its static summary is not a list column). */
+export const effectSummaryKey = defineSearchAttributeKey('EffectSummary', SearchAttributeType.KEYWORD);
