@@ -4,6 +4,8 @@
 import { resolve } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import type { Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { loadTemporalConfig, projectRoot, searchAttributeArgs, type TemporalConfig } from '../workers/config.js';
 import { locateTemporalCli } from './temporal-cli.js';
@@ -18,10 +20,36 @@ export interface DevServerOptions {
   config?: TemporalConfig;
 }
 
+const indexedValueType: Record<TemporalConfig['searchAttributes'][string], proto.temporal.api.enums.v1.IndexedValueType> = {
+  Keyword: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  Text: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  Int: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  Double: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+  Bool: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+  Datetime: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  KeywordList: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+};
+
+/**
+ * Registers the search attributes temporal.yaml lists and the server lacks. `--search-attribute` only
+ * takes effect on a fresh dev-server database; a persisted one (the demo's) needs this.
+ */
+export async function ensureSearchAttributes(connection: Connection, config: TemporalConfig): Promise<string[]> {
+  const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: config.namespace });
+  const missing = Object.entries(config.searchAttributes).filter(([name]) => !(customAttributes && name in customAttributes));
+  if (missing.length) {
+    await connection.operatorService.addSearchAttributes({
+      namespace: config.namespace,
+      searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, indexedValueType[type]])),
+    });
+  }
+  return missing.map(([name]) => name);
+}
+
 export async function startDevServer(options: DevServerOptions = {}): Promise<TestWorkflowEnvironment> {
   const config = options.config ?? loadTemporalConfig();
   if (options.dbFilename) mkdirSync(dirname(options.dbFilename), { recursive: true });
-  return TestWorkflowEnvironment.createLocal({
+  const env = await TestWorkflowEnvironment.createLocal({
     server: {
       executable: locateTemporalCli(),
       ip: config.devServer.ip,
@@ -34,6 +62,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<Te
       extraArgs: searchAttributeArgs(config),
     },
   });
+  await ensureSearchAttributes(env.connection, config);
+  return env;
 }
 
 /** The dev server the demo leaves running: temporal.yaml's ports and database file. */
