@@ -49,8 +49,9 @@ export async function listEffectsByStage(db: LedgerDb, stage: EffectStage, limit
       operation: effects.operation,
       summary: effects.summary,
       stageChangedAt: effects.stageChangedAt,
-      lastAttemptAt: sql<string | null>`(SELECT max(a.started_at) FROM ${attempts} a WHERE a.effect_id = ${effects.effectId})`,
-      lastReason: sql<string | null>`(SELECT e.detail->>'reason' FROM ${providerEvidence} e WHERE e.effect_id = ${effects.effectId} ORDER BY e.evidence_id DESC LIMIT 1)`,
+      // Correlated on the outer row: qualified by hand, since drizzle would render a bare "effect_id".
+      lastAttemptAt: sql<string | null>`(SELECT max(a.started_at) FROM ${attempts} a WHERE a.effect_id = "effects"."effect_id")`,
+      lastReason: sql<string | null>`(SELECT e.detail->>'reason' FROM ${providerEvidence} e WHERE e.effect_id = "effects"."effect_id" ORDER BY e.evidence_id DESC LIMIT 1)`,
     })
     .from(effects)
     .where(eq(effects.stage, stage))

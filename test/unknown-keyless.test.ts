@@ -44,7 +44,7 @@ describe('UNKNOWN on a key-less destination', () => {
       const listed = await runCli(stack, ['list', '--stage', 'unknown', '--json']);
       const rows = JSON.parse(listed.stdout) as Array<{ effectId: string; lastAttemptAt: string; lastReason: string }>;
       assert.equal(rows[0]?.effectId, effectId);
-      assert.ok(rows[0]?.lastAttemptAt);
+      assert.equal(new Date(rows[0]!.lastAttemptAt).toISOString(), frozen.attempts[0]!.startedAt);
       assert.match(rows[0]!.lastReason, /no matching post/);
       const found = await waitFor(async () => {
         const ids: string[] = [];
@@ -101,6 +101,13 @@ describe('UNKNOWN on a key-less destination', () => {
       const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
       assert.equal(frozen.readbacks.at(-1)?.outcome, 'inconclusive');
       assert.equal(frozen.readbacks.at(-1)?.coverage, 'partial');
+
+      // The listing reports each effect's own latest attempt, even after other effects made later ones.
+      await stack.effects.approve(postRequest('post:other', 'Another post'));
+      await stack.effects.result('post:other');
+      const [listed] = (await stack.effects.listByStage('unknown')).filter((r) => r.effectId === effectId);
+      assert.equal(listed?.lastAttemptAt?.toISOString(), frozen.attempts[0]!.startedAt);
+      assert.match(listed?.lastReason ?? '', /does not reach back/);
 
       // Evidence that contradicts the destination is refused.
       const wrong = await stack.effects.decide(effectId, 'confirm-delivery', { actor: 'ops@example.com', reason: 'I saw it', externalId: 'post_doesnotexist' });
