@@ -74,14 +74,12 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
       let checked = 'not checkable: only a URL was given';
       if (decision.externalId) {
         const seen = await adapter.lookup(decision.externalId, request);
-        const refusal = !seen.exists
-          ? `the destination has no object ${decision.externalId}`
-          : !seen.matchesRelease
+        if (!seen.exists || !seen.matchesRelease) {
+          const reason = seen.exists
             ? `object ${decision.externalId} does not carry this effect's reference and released body`
-            : undefined;
-        if (refusal || !seen.exists) {
-          await recordDecision(db, { ...base, rejectionReason: refusal ?? 'not found' });
-          return { accepted: false, reason: refusal ?? 'not found' };
+            : `the destination has no object ${decision.externalId}`;
+          await recordDecision(db, { ...base, rejectionReason: reason });
+          return { accepted: false, reason };
         }
         externalId = seen.externalId;
         externalUrl = decision.externalUrl ?? seen.externalUrl;

@@ -4,7 +4,8 @@
 // a request with the key is in flight. We also stamp the effect ID into `metadata` so readback can
 // find the object by reference after the key is forgotten.
 import { z } from 'zod';
-import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackRequest, ReadbackResult, SendOutcome } from './destination.js';
+import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackResult, SendOutcome } from './destination.js';
+import { isExactObject, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson } from './http-read.js';
 
@@ -49,16 +50,9 @@ export const keyedApiContract: DestinationContract = {
 
 const createdObject = z.object({ id: z.string().min(1), created_at: z.string().optional() });
 
-interface ProviderObject {
+interface ProviderObject extends StampedObject {
   id: string;
   created_at: string;
-  body_sha256: string;
-  metadata: Record<string, string>;
-}
-
-/** The exact object: our reference stamped in it and the released body, not a look-alike. */
-function isExact(object: ProviderObject, request: ReadbackRequest): boolean {
-  return object.metadata?.effect_id === request.effectId && object.body_sha256 === request.bodySha256;
 }
 
 const READBACK_PAGE_LIMIT = 10;
@@ -95,7 +89,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
       }
       if (byKey.status === 200 && byKey.body.object_id) {
         const object = await getJson<ProviderObject>(url(byKey.body.object_id));
-        if (object.status === 200 && isExact(object.body, request)) {
+        if (object.status === 200 && isExactObject(object.body, request)) {
           return { outcome: 'found', coverage: 'complete', externalId: object.body.id, externalUrl: url(object.body.id), occurredAt: object.body.created_at, detail: { method: 'idempotency_key', reason: 'the key maps to an object carrying our effect ID and body' } };
         }
       }
@@ -108,7 +102,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
         const listed = await getJson<{ data: ProviderObject[]; has_more: boolean }>(`${baseUrl}/v1/objects?${query}`);
         if (listed.status === 404) throw new Error('object listing is missing at the provider');
         scanned += listed.body.data.length;
-        matches.push(...listed.body.data.filter((o) => isExact(o, request)));
+        matches.push(...listed.body.data.filter((o) => isExactObject(o, request)));
         if (!listed.body.has_more || listed.body.data.length === 0) {
           const [first, ...others] = matches.sort((a, b) => a.created_at.localeCompare(b.created_at));
           if (!first) return { outcome: 'absent', coverage: 'complete', detail: { method: 'metadata_search', reason: 'no object carries our effect ID and body', scanned } };
@@ -129,7 +123,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
     async lookup(externalId, request): Promise<LookupResult> {
       const found = await getJson<ProviderObject>(`${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`);
       if (found.status === 404) return { exists: false };
-      return { exists: true, externalId: found.body.id, externalUrl: `${baseUrl}/v1/objects/${found.body.id}`, occurredAt: found.body.created_at, matchesRelease: isExact(found.body, request) };
+      return { exists: true, externalId: found.body.id, externalUrl: `${baseUrl}/v1/objects/${found.body.id}`, occurredAt: found.body.created_at, matchesRelease: isExactObject(found.body, request) };
     },
   };
 }

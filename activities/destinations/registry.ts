@@ -12,8 +12,6 @@ export const destinationContracts: Readonly<Record<string, DestinationContract>>
 export interface DestinationSettings {
   /** Base URL of the provider simulator (or the real provider). */
   providerUrl: string;
-  /** How many listing pages the social-feed readback may read (default: the documented 100 posts). */
-  socialReadbackPages?: number;
 }
 
 export type Destinations = Readonly<Record<string, DestinationAdapter>>;
@@ -21,6 +19,6 @@ export type Destinations = Readonly<Record<string, DestinationAdapter>>;
 export function createDestinations(settings: DestinationSettings): Destinations {
   return {
     [keyedApiContract.name]: keyedApi(settings.providerUrl),
-    [socialFeedContract.name]: socialFeed(settings.providerUrl, { maxReadbackPages: settings.socialReadbackPages }),
+    [socialFeedContract.name]: socialFeed(settings.providerUrl),
   };
 }

@@ -3,7 +3,8 @@
 // only the newest 100 are listed at all (documented limit), so readback scans and matches the
 // released package, and partial coverage is real. Never retried automatically after UNKNOWN.
 import { z } from 'zod';
-import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackRequest, ReadbackResult, SendOutcome } from './destination.js';
+import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackResult, SendOutcome } from './destination.js';
+import { isExactObject, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson } from './http-read.js';
 
@@ -20,15 +21,9 @@ const PAGE_SIZE = 50;
 /** Clock skew allowed between our database and the provider when judging time windows. */
 const SKEW_MS = 5_000;
 
-interface Post {
+interface Post extends StampedObject {
   id: string;
   created_at: string;
-  body_sha256: string;
-  metadata?: Record<string, string>;
-}
-
-function isExact(p: Post, request: ReadbackRequest): boolean {
-  return p.metadata?.effect_id === request.effectId && p.body_sha256 === request.bodySha256;
 }
 
 export const socialFeedContract: DestinationContract = {
@@ -48,8 +43,9 @@ export const socialFeedContract: DestinationContract = {
   },
 };
 
-export function socialFeed(baseUrl: string, options: { maxReadbackPages?: number } = {}): DestinationAdapter {
-  const maxPages = options.maxReadbackPages ?? Math.ceil(DOCUMENTED_LIST_LIMIT / PAGE_SIZE);
+const MAX_PAGES = Math.ceil(DOCUMENTED_LIST_LIMIT / PAGE_SIZE);
+
+export function socialFeed(baseUrl: string): DestinationAdapter {
   const postUrl = (id: string) => `${baseUrl}/social/v1/posts/${id}`;
   return {
     ...socialFeedContract,
@@ -72,13 +68,13 @@ export function socialFeed(baseUrl: string, options: { maxReadbackPages?: number
       let scanned = 0;
       let reachedBack = false;
       const matches: Post[] = [];
-      for (let page = 0; page < maxPages; page++) {
+      for (let page = 0; page < MAX_PAGES; page++) {
         const listed: { status: 200; body: { data: Post[]; next_cursor: string | null } } | { status: 404 } = await getJson(
           `${baseUrl}/social/v1/posts?page_size=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
         );
         if (listed.status === 404) throw new Error('post listing is missing at the provider');
         scanned += listed.body.data.length;
-        matches.push(...listed.body.data.filter((p) => isExact(p, request)));
+        matches.push(...listed.body.data.filter((p) => isExactObject(p, request)));
         if (listed.body.data.some((p) => Date.parse(p.created_at) < since)) reachedBack = true;
         cursor = listed.body.next_cursor;
         if (matches.length || reachedBack || !cursor) break;
@@ -98,7 +94,7 @@ export function socialFeed(baseUrl: string, options: { maxReadbackPages?: number
     async lookup(externalId, request): Promise<LookupResult> {
       const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)));
       if (found.status === 404) return { exists: false };
-      return { exists: true, externalId: found.body.id, externalUrl: postUrl(found.body.id), occurredAt: found.body.created_at, matchesRelease: isExact(found.body, request) };
+      return { exists: true, externalId: found.body.id, externalUrl: postUrl(found.body.id), occurredAt: found.body.created_at, matchesRelease: isExactObject(found.body, request) };
     },
   };
 }
