@@ -1,9 +1,16 @@
 // Approved effect → recorded fact, and duplicate-proofing, on a real dev server, PostgreSQL and HTTP.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { Worker } from '@temporalio/worker';
 import { EffectConflictError } from '../ledger/errors.js';
-import { startStack, type Stack } from './support/stack.js';
-import { refundRequest, taskRequest } from './support/requests.js';
+import { effectIdOf, eventTypes, readHistoryFile } from '../scripts/history-file.js';
+import { startStack, type Stack } from '../scripts/local-stack.js';
+import { refundRequest, taskRequest } from '../scripts/sample-requests.js';
+import { bundleEffectWorkflows } from '../workers/effect-worker.js';
+import { runScript } from './support/cli.js';
 
 describe('approving effects', () => {
   let stack: Stack;
@@ -107,5 +114,25 @@ describe('approving effects', () => {
     assert.deepEqual(trail.attempts.map((a) => a.idempotencyKey), ['refund:busy', 'refund:busy']);
     assert.deepEqual(trail.evidence.map((e) => [e.outcome, e.httpStatus]), [['not_sent', 503], ['confirmed', 200]]);
     assert.equal((await stack.simulator.objects()).filter((o) => o.metadata.effect_id === 'refund:busy').length, 1);
+  });
+
+  test('an effect\'s history exported by effect ID from the server (as for a production history) replays against the workflow', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'exported-'));
+    try {
+      const out = join(dir, 'v1.prod-task-request-17.json');
+      const server = ['--address', stack.env.address, '--namespace', stack.namespace];
+      const run = await runScript(stack, 'capture-history.ts', ['task:request-17', ...server, '--out', out]);
+      assert.equal(run.code, 0, run.stderr);
+      const history = readHistoryFile(out);
+      assert.equal(effectIdOf(history), 'task:request-17');
+      assert.equal(eventTypes(history).at(-1), 'WORKFLOW_EXECUTION_COMPLETED');
+      await Worker.runReplayHistory({ workflowBundle: await bundleEffectWorkflows() }, history, 'task:request-17');
+
+      const missing = await runScript(stack, 'capture-history.ts', ['task:never-approved', ...server, '--out', join(dir, 'none.json')]);
+      assert.equal(missing.code, 4);
+      assert.match(missing.stderr, /no workflow history for effect task:never-approved/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,8 +6,8 @@ import { InvalidEffectRequestError, type InvalidRequestCode } from '../ledger/er
 import { effects } from '../ledger/schema.js';
 import { MAX_PAYLOAD_BYTES } from '../workflows/effect-request.js';
 import { runCli } from './support/cli.js';
-import { refundRequest, taskRequest } from './support/requests.js';
-import { startStack, type Stack } from './support/stack.js';
+import { refundRequest, taskRequest } from '../scripts/sample-requests.js';
+import { startStack, type Stack } from '../scripts/local-stack.js';
 
 const valid = taskRequest('task:bad-input-base', 'request-1');
 const { effectId: _omit, ...withoutId } = valid;

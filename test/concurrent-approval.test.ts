@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runCli } from './support/cli.js';
-import { refundRequest } from './support/requests.js';
-import { startStack, type Stack } from './support/stack.js';
+import { refundRequest } from '../scripts/sample-requests.js';
+import { startStack, type Stack } from '../scripts/local-stack.js';
 
 async function runsOf(stack: Stack, effectId: string): Promise<string[]> {
   const runs: string[] = [];

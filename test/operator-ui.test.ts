@@ -6,9 +6,9 @@ import { eq } from 'drizzle-orm';
 import type { Page } from 'playwright-core';
 import { decisions } from '../ledger/schema.js';
 import { artifactsDir, launchBrowser } from './support/browser.js';
-import { liveStatus, waitForStage } from './support/effects.js';
-import { startStack, type Stack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
+import { liveStatus, waitForStage } from '../scripts/effect-probes.js';
+import { startStack, type Stack } from '../scripts/local-stack.js';
+import { waitFor } from '../scripts/wait-for.js';
 
 function postRequest(effectId: string, text: string) {
   return { effectId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text }, approvedBy: 'ana@example.com', authorizationRef: 'EDITORIAL-9' };

@@ -1,24 +1,95 @@
-// Replays recorded effect workflow histories against today's workflow code: a change that would make
-// a running effect take another path (non-determinism) fails here before it reaches a worker.
+// Replays every recorded effect workflow history in test/histories against today's workflow code: a
+// change that would make a running effect take another path (non-determinism) fails here, naming the
+// history, before it reaches a worker. Deliberately altered copies of the workflow prove the guard bites.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { describe, test } from 'node:test';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
+import { HISTORY_PATHS } from '../scripts/history-paths.js';
+import { effectIdOf, eventTypes, HISTORIES_DIR, parseHistoryFileName, readHistoryFile, type HistoryJson } from '../scripts/history-file.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
+import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
 
-const dir = fileURLToPath(new URL('./histories/', import.meta.url));
-const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+// The altered workflows fail by design; the core's warning per failed workflow task would be noise.
+Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } } });
+
+const altered = (file: string) => fileURLToPath(new URL(`./altered-workflows/${file}`, import.meta.url));
+
+interface Recorded {
+  file: string;
+  effectId: string;
+  history: HistoryJson;
+}
+
+const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json')).sort();
+const recorded: Recorded[] = files.map((file) => {
+  const history = readHistoryFile(join(HISTORIES_DIR, file));
+  return { file, effectId: effectIdOf(history), history };
+});
+
+/** Replays every history with one replay worker; results come back one per history, in order. */
+async function replayAll(workflowBundle: Awaited<ReturnType<typeof bundleEffectWorkflows>>): Promise<Map<string, ReplayResult>> {
+  const results = new Map<string, ReplayResult>();
+  const replay = Worker.runReplayHistories({ workflowBundle }, recorded.map(({ effectId, history }) => ({ workflowId: effectId, history })));
+  let i = 0;
+  for await (const result of replay) {
+    const { file, effectId } = recorded[i++]!;
+    assert.equal(result.workflowId, effectId);
+    results.set(file, result);
+  }
+  assert.equal(results.size, recorded.length, 'every history was replayed');
+  return results;
+}
+
+const describeError = (r: ReplayResult | undefined) => (r?.error ? `${r.error.name}: ${r.error.message}` : 'replayed cleanly');
 
 describe('replay of recorded histories', () => {
-  test('there are recorded histories to replay', () => {
-    assert.ok(files.length >= 3, `only ${files.length} histories in test/histories`);
+  test(`the set holds every path for the current workflow version (v${EFFECT_WORKFLOW_VERSION}), every file named v<version>.<name>.json`, () => {
+    const misnamed = files.filter((f) => !parseHistoryFileName(f));
+    assert.deepEqual(misnamed, [], 'history files must be named v<version>.<name>.json');
+    const current = files.map(parseHistoryFileName).filter((p) => p?.version === EFFECT_WORKFLOW_VERSION).map((p) => p!.name);
+    const missing = HISTORY_PATHS.filter((path) => !current.includes(path));
+    assert.deepEqual(missing, [], `capture them with: npm run capture-histories`);
+    const newer = files.filter((f) => parseHistoryFileName(f)!.version > EFFECT_WORKFLOW_VERSION);
+    assert.deepEqual(newer, [], 'histories from a workflow version newer than the code');
   });
-  const bundle = bundleEffectWorkflows();
-  for (const file of files) {
-    test(file, async () => {
-      const history = JSON.parse(readFileSync(`${dir}${file}`, 'utf8')) as unknown;
-      await Worker.runReplayHistory({ workflowBundle: await bundle }, history, file.replace(/\.json$/, ''));
+
+  describe('against the current workflow code', () => {
+    let results: Map<string, ReplayResult>;
+    before(async () => {
+      results = await replayAll(await bundleEffectWorkflows());
     });
-  }
+    for (const { file } of recorded) {
+      test(file, () => {
+        const result = results.get(file);
+        assert.ok(result && !result.error, `${file} no longer replays: ${describeError(result)}`);
+      });
+    }
+  });
+
+  describe('the guard bites: deliberately altered workflows fail to replay', () => {
+    test('an extra timer before the first step breaks every history, as a determinism violation', async () => {
+      const results = await replayAll(await bundleEffectWorkflows({ workflowsPath: altered('extra-first-step.ts') }));
+      const replayedCleanly = recorded.filter(({ file }) => !results.get(file)?.error).map(({ file }) => file);
+      assert.deepEqual(replayedCleanly, []);
+      for (const [file, result] of results) assert.equal(result.error?.name, 'DeterminismViolationError', `${file}: ${describeError(result)}`);
+    });
+
+    test('a timer before each readback breaks exactly the histories that read back', async () => {
+      const results = await replayAll(await bundleEffectWorkflows({ workflowInterceptorModules: [altered('timer-before-readback.ts')] }));
+      const readsBack = (h: HistoryJson) =>
+        h.events.some((e) => (e['activityTaskScheduledEventAttributes'] as { activityType?: { name?: string } } | undefined)?.activityType?.name === 'readBack');
+      const expected = recorded.filter(({ history }) => readsBack(history)).map(({ file }) => file);
+      const broken = recorded.filter(({ file }) => results.get(file)?.error).map(({ file }) => file);
+      assert.ok(expected.length > 0 && expected.length < recorded.length, 'the set holds histories with and without a readback');
+      assert.deepEqual(broken, expected);
+    });
+  });
+});
+
+// Each path's event count, for whoever reads the test log (and the closing note).
+test('event counts per history', (t) => {
+  for (const { file, history } of recorded) t.diagnostic(`${file}: ${eventTypes(history).length} events`);
 });

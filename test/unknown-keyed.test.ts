@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
-import { objectsFor } from './support/effects.js';
-import { refundRequest } from './support/requests.js';
-import { startStack, type Stack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
-import { startWorkerProcess } from './support/worker-process.js';
+import { objectsFor } from '../scripts/effect-probes.js';
+import { refundRequest } from '../scripts/sample-requests.js';
+import { startStack, type Stack } from '../scripts/local-stack.js';
+import { waitFor } from '../scripts/wait-for.js';
+import { startWorkerProcess } from '../scripts/worker-process.js';
 
 const CALL_TIMEOUT_MS = 1500;
 

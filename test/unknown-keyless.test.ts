@@ -6,10 +6,10 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
 import { decisions } from '../ledger/schema.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../workflows/contract.js';
-import { liveStatus, waitForStage } from './support/effects.js';
+import { liveStatus, waitForStage } from '../scripts/effect-probes.js';
 import { runCli } from './support/cli.js';
-import { startStack, type Stack } from './support/stack.js';
-import { waitFor } from './support/wait.js';
+import { startStack, type Stack } from '../scripts/local-stack.js';
+import { waitFor } from '../scripts/wait-for.js';
 
 const CALL_TIMEOUT_MS = 1500;
 

@@ -1,9 +1,8 @@
-// Runs the `effect` CLI as its own process against a test stack.
+// Runs the `effect` CLI (or another script) as its own process against a test stack.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { stackEnvironment, type Stack } from './stack.js';
+import { stackEnvironment, type Stack } from '../../scripts/local-stack.js';
 
-const entry = fileURLToPath(new URL('../../scripts/effect-cli.ts', import.meta.url));
 
 export interface CliRun {
   code: number | null;
@@ -12,6 +11,11 @@ export interface CliRun {
 }
 
 export function runCli(stack: Stack, args: string[], stdin?: string): Promise<CliRun> {
+  return runScript(stack, 'effect-cli.ts', args, stdin);
+}
+
+export function runScript(stack: Stack, script: string, args: string[], stdin?: string): Promise<CliRun> {
+  const entry = fileURLToPath(new URL(`../../scripts/${script}`, import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
     env: stackEnvironment(stack),
     stdio: ['pipe', 'pipe', 'pipe'],

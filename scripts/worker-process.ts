@@ -1,9 +1,9 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { stackEnvironment, type Stack } from './stack.js';
+import { stackEnvironment, type Stack } from './local-stack.js';
 
-const entry = fileURLToPath(new URL('../../workers/main.ts', import.meta.url));
+const entry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 
 export interface WorkerProcess {
   child: ChildProcess;

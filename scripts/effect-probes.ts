@@ -1,8 +1,8 @@
 // What a user checks about one effect: its stage as the workflow says it, and its ledger trail.
-import { statusQuery, type EffectStatus } from '../../workflows/contract.js';
-import type { EffectStage } from '../../workflows/stages.js';
-import type { Stack } from './stack.js';
-import { waitFor } from './wait.js';
+import { statusQuery, type EffectStatus } from '../workflows/contract.js';
+import type { EffectStage } from '../workflows/stages.js';
+import type { Stack } from './local-stack.js';
+import { waitFor } from './wait-for.js';
 
 export function liveStatus(stack: Stack, effectId: string): Promise<EffectStatus> {
   return stack.env.client.workflow.getHandle(effectId).query(statusQuery);

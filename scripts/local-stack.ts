@@ -1,20 +1,19 @@
-// A real stack per test file: a Temporal dev server on a free port, a fresh PostgreSQL database with
-// the committed migrations, the provider simulator as its own process, and workers built from the
-// same code the worker process runs. Everything stops by itself in stop().
+// A real, throwaway stack (one per test file, one per history capture): a Temporal dev server on a
+// free port, a fresh PostgreSQL database with the committed migrations, the provider simulator as its
+// own process, and workers built from the same code the worker process runs. stop() removes it all.
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';
-import { createDestinations } from '../../activities/destinations/registry.js';
-import { openLedger, type Ledger } from '../../ledger/db.js';
-import { migrateLedger } from '../../ledger/migrate.js';
-import { startDevServer } from '../../scripts/dev-server.js';
-import { loadTemporalConfig } from '../../workers/config.js';
-import { bundleEffectWorkflows, createEffectWorker } from '../../workers/effect-worker.js';
-import { EffectLedgerClient } from '../../workflows/client.js';
-import { startSimulator, type SimulatorProcess } from './simulator.js';
-import { captureHistory } from '../../scripts/history-file.js';
+import { createDestinations } from '../activities/destinations/registry.js';
+import { openLedger, type Ledger } from '../ledger/db.js';
+import { migrateLedger } from '../ledger/migrate.js';
+import { loadTemporalConfig } from '../workers/config.js';
+import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
+import { EffectLedgerClient } from '../workflows/client.js';
+import { startDevServer } from './dev-server.js';
+import { startSimulator, type SimulatorProcess } from './provider-simulator/client.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -55,11 +54,13 @@ export interface StackOptions {
   readbackIntervalMs?: number;
   /** Serve the Temporal Web UI on a free port. */
   ui?: boolean;
+  /** Names the throwaway database (effect_ledger_<purpose>_<random>). */
+  purpose?: string;
 }
 
-export async function startStack({ ui, ...clientOptions }: StackOptions = {}): Promise<Stack> {
+export async function startStack({ ui, purpose = 'test', ...clientOptions }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
-  const dbName = `effect_ledger_test_${randomBytes(5).toString('hex')}`;
+  const dbName = `effect_ledger_${purpose}_${randomBytes(5).toString('hex')}`;
   const databaseUrl = new URL(adminUrl);
   databaseUrl.pathname = `/${dbName}`;
   bundle ??= bundleEffectWorkflows();
@@ -91,13 +92,6 @@ export async function startStack({ ui, ...clientOptions }: StackOptions = {}): P
       return worker.runUntil(fn());
     },
     async stop() {
-      // CAPTURE_HISTORIES_DIR=dir keeps every workflow history of this stack, for test/histories.
-      const captureDir = process.env.CAPTURE_HISTORIES_DIR;
-      if (captureDir) {
-        for await (const w of env.client.workflow.list()) {
-          await captureHistory(env.client, w.workflowId, `${captureDir}/${w.workflowId.replace(/[^A-Za-z0-9._-]/g, '_')}.json`);
-        }
-      }
       await Promise.allSettled([env.teardown(), simulator.stop(), ledger.close()]);
       const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
       await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).finally(() => admin.end());

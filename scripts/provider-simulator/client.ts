@@ -1,16 +1,8 @@
-// The provider simulator as a separate process, and the reads a test makes of it: what objects exist
-// at the provider, how many POSTs it received, and fault injection at its network boundary.
+// The provider simulator as a separate process, and the reads a test or a capture makes of it: what
+// objects exist at the provider, how many POSTs it received, and fault injection at its network boundary.
 import type { ChildProcess } from 'node:child_process';
-import { spawnSimulator } from '../../scripts/provider-simulator/spawn.js';
-
-export type FaultKind =
-  | 'fail_before_commit'
-  | 'drop_after_commit'
-  | 'delay_after_commit'
-  | 'delay_before_commit'
-  | 'status_500_after_commit'
-  | 'status_503_before_commit'
-  | 'read_error_500';
+import type { FaultKind } from './faults.js';
+import { spawnSimulator } from './spawn.js';
 
 export interface SimulatorProcess {
   url: string;

@@ -1,0 +1,19 @@
+// The paths the effect workflow can take, one recorded history each per workflow version
+// (test/histories/v<version>.<path>.json). scripts/history-scenarios.ts drives each one.
+export const HISTORY_PATHS = [
+  'happy-path',
+  'rejected',
+  'not-sent-retry',
+  'conflict',
+  'unknown-readback-found',
+  'unknown-readback-absent-retry',
+  'unknown-worker-killed',
+  'unknown-human-approve-retry',
+  'unknown-abandon',
+  'malformed-decision-ignored',
+  'open-awaiting-human',
+  'long-wait',
+  'unknown-human-confirm',
+] as const;
+
+export type HistoryPath = (typeof HISTORY_PATHS)[number];

@@ -1,0 +1,247 @@
+// One scenario per path the effect workflow can take, with fixed effect IDs, payloads and faults, so
+// `npm run capture-histories` re-run on unchanged code takes the same paths. Each drives a real stack
+// (scripts/local-stack.ts) to the point its history should show and says where the effect must be.
+import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate } from '../workflows/contract.js';
+import type { EffectStage } from '../workflows/stages.js';
+import { HISTORY_PATHS, type HistoryPath } from './history-paths.js';
+import { EffectLedgerClient } from '../workflows/client.js';
+import { liveStatus, waitForStage } from './effect-probes.js';
+import type { Stack } from './local-stack.js';
+import { refundRequest } from './sample-requests.js';
+import { waitFor } from './wait-for.js';
+import { startWorkerProcess } from './worker-process.js';
+
+export interface HistoryScenario {
+  /** The path, as the history file names it: v<version>.<path>.json. */
+  path: HistoryPath;
+  /** What the history shows, for the capture's log. */
+  shows: string;
+  effectId: string;
+  /** Drives the effect; resolves when its history is ready to capture. */
+  run(stack: Stack): Promise<void>;
+  /** Where the effect must be when captured; `open` = still running, awaiting a human. */
+  expect: { stage: EffectStage; open?: boolean };
+}
+
+const OPS = 'ops@example.com';
+const LONG_WAIT_READBACKS = 26;
+
+function postRequest(effectId: string, text: string) {
+  return { effectId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text }, approvedBy: 'ana@example.com', authorizationRef: 'EDITORIAL-3' };
+}
+
+const handle = (stack: Stack, effectId: string) => stack.env.client.workflow.getHandle(effectId);
+
+async function socialPostsFor(stack: Stack, effectId: string): Promise<Array<{ id: string }>> {
+  const all = (await (await fetch(`${stack.simulator.url}/_control/social-posts`)).json()) as { data: Array<{ id: string; metadata?: Record<string, string> }> };
+  return all.data.filter((p) => p.metadata?.effect_id === effectId);
+}
+
+/** Approves and waits for the workflow to close, with an in-process worker. */
+async function runToEnd(stack: Stack, request: { effectId: string }): Promise<void> {
+  await stack.withWorker(async () => {
+    await stack.effects.approve(request);
+    await stack.effects.result(request.effectId);
+  });
+}
+
+/** A key-less post whose request never reached the provider: readback proves absence, a human is awaited. */
+async function awaitingHuman(stack: Stack, effectId: string, text: string): Promise<void> {
+  await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+  await stack.effects.approve(postRequest(effectId, text));
+  await waitForStage(stack, effectId, 'unknown', 'a human decision');
+}
+
+export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
+  {
+    path: 'happy-path',
+    shows: 'released, one attempt, confirmed by the provider, recorded',
+    effectId: 'hist:happy-path',
+    expect: { stage: 'recorded' },
+    run: (stack) => runToEnd(stack, refundRequest('hist:happy-path', 100, 'ch_h1')),
+  },
+  {
+    path: 'rejected',
+    shows: 'the provider refuses the refund (HTTP 400): rejected, no retry',
+    effectId: 'hist:rejected',
+    expect: { stage: 'rejected' },
+    run: (stack) => runToEnd(stack, refundRequest('hist:rejected', -5, 'ch_h2')),
+  },
+  {
+    path: 'not-sent-retry',
+    shows: '503 with Retry-After (not processed): a timer, then the same key again, recorded',
+    effectId: 'hist:not-sent-retry',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      await stack.simulator.fault('status_503_before_commit', { path: '/v1/objects' });
+      await runToEnd(stack, refundRequest('hist:not-sent-retry', 110, 'ch_h3'));
+    },
+  },
+  {
+    path: 'conflict',
+    shows:
+      'attempt 1 held by the provider past our timeout (unknown; readback: our key is in flight); a human approves a retry, ' +
+      'the provider answers 409 "key in use" (unknown again); once the first request commits, a second approve-retry gets the stored answer',
+    effectId: 'hist:conflict',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      const effectId = 'hist:conflict';
+      await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 8000 });
+      await stack.withWorker(async () => {
+        await stack.effects.approve(refundRequest(effectId, 120, 'ch_h4'));
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'provider dashboard shows nothing yet' });
+        await waitFor(async () => {
+          const s = await stack.effects.status(effectId);
+          return s.live?.attempts.length === 2 && s.live.stage === 'unknown' && s.live.awaiting?.includes('a human decision');
+        }, 'the 409 to leave the effect unknown again');
+        await waitFor(async () => (await stack.simulator.objects()).some((o) => o.metadata.effect_id === effectId), 'the held request to commit');
+        await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'the first request has finished; same key again' });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
+    path: 'unknown-readback-found',
+    shows: 'committed, then the connection dropped: unknown, readback finds the object by key, reconciled, recorded',
+    effectId: 'hist:unknown-readback-found',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
+      await runToEnd(stack, refundRequest('hist:unknown-readback-found', 130, 'ch_h5'));
+    },
+  },
+  {
+    path: 'unknown-readback-absent-retry',
+    shows: 'failed before commit: unknown, readback proves absence over complete coverage, automatic same-key retry, recorded',
+    effectId: 'hist:unknown-readback-absent-retry',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
+      await runToEnd(stack, refundRequest('hist:unknown-readback-absent-retry', 140, 'ch_h6'));
+    },
+  },
+  {
+    path: 'unknown-worker-killed',
+    shows: 'the worker is SIGKILLed mid-call: the send activity times out (unknown), readback finds the object, recorded',
+    effectId: 'hist:unknown-worker-killed',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      const effectId = 'hist:unknown-worker-killed';
+      const posts = async () => (await stack.simulator.stats()).posts['/v1/objects'] ?? 0;
+      const before = await posts();
+      await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: 60_000 });
+      const doomed = await startWorkerProcess(stack);
+      await stack.effects.approve(refundRequest(effectId, 150, 'ch_h7'));
+      await waitFor(async () => (await posts()) > before, 'the POST to reach the provider');
+      await doomed.kill();
+      await stack.withWorker(() => stack.effects.result(effectId));
+    },
+  },
+  {
+    path: 'unknown-human-approve-retry',
+    shows: 'key-less post lost before commit: readback absent, no automatic retry; a human signals approve-retry; same key; recorded',
+    effectId: 'hist:unknown-human-approve-retry',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      const effectId = 'hist:unknown-human-approve-retry';
+      await stack.withWorker(async () => {
+        await awaitingHuman(stack, effectId, 'History: approve-retry');
+        await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'nothing on the channel; send it' });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
+    path: 'unknown-abandon',
+    shows: 'key-less post lost before commit: a human abandons it through the decide update',
+    effectId: 'hist:unknown-abandon',
+    expect: { stage: 'abandoned' },
+    async run(stack) {
+      const effectId = 'hist:unknown-abandon';
+      await stack.withWorker(async () => {
+        await awaitingHuman(stack, effectId, 'History: abandon');
+        await handle(stack, effectId).executeUpdate(decideUpdate, { args: [{ decision: 'abandon', actor: OPS, reason: 'campaign cancelled' }] });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
+    path: 'malformed-decision-ignored',
+    shows: 'garbage signals (wrong types, blank actor, a bare string, confirm without evidence, extra fields, a misspelt name) are refused and recorded; then a valid approve-retry',
+    effectId: 'hist:malformed-decision-ignored',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      const effectId = 'hist:malformed-decision-ignored';
+      await stack.withWorker(async () => {
+        await awaitingHuman(stack, effectId, 'History: malformed decisions');
+        const h = handle(stack, effectId);
+        await h.signal(approveRetrySignal, { actor: 5, reason: 'x' });
+        await h.signal(approveRetrySignal, { actor: '   ', reason: 'x' });
+        await h.signal(approveRetrySignal, 'retry please');
+        await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'trust me' });
+        await h.signal(abandonSignal, { actor: OPS, reason: 'x', force: true });
+        await h.signal('approve', { actor: OPS, reason: 'typo in the signal name' });
+        await waitFor(async () => (await stack.effects.status(effectId)).trail.decisions.length === 6, 'six refused decisions in the ledger');
+        await h.signal(approveRetrySignal, { actor: OPS, reason: 'checked the channel by hand' });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
+    path: 'open-awaiting-human',
+    shows: 'still running: key-less post lost before commit, readback absent, waiting for a human (the case that matters in production)',
+    effectId: 'hist:open-awaiting-human',
+    expect: { stage: 'unknown', open: true },
+    run: (stack) => stack.withWorker(() => awaitingHuman(stack, 'hist:open-awaiting-human', 'History: still open')),
+  },
+  {
+    path: 'long-wait',
+    shows: 'still running: a key-less post awaiting a human through 26 scheduled readbacks (every 0.5 s here, every 10 min by default)',
+    effectId: 'hist:long-wait',
+    expect: { stage: 'unknown', open: true },
+    async run(stack) {
+      const effectId = 'hist:long-wait';
+      const patient = new EffectLedgerClient({ client: stack.env.client, db: stack.ledger.db, taskQueue: stack.taskQueue, callTimeoutMs: 1500, readbackIntervalMs: 500 });
+      await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+      await stack.withWorker(async () => {
+        await patient.approve(postRequest(effectId, 'History: a long wait'));
+        // The worker stops right after the 26th readback, well before the next timer fires.
+        await waitFor(async () => (await liveStatus(stack, effectId)).readbacks.length >= LONG_WAIT_READBACKS, `${LONG_WAIT_READBACKS} readbacks`);
+      });
+    },
+  },
+  {
+    path: 'unknown-human-confirm',
+    shows:
+      'key-less post committed but its answer held; 100 later posts push it out of the listing (readback inconclusive); ' +
+      'confirm-delivery with a wrong object ID is refused, with the right one it is recorded by a human',
+    effectId: 'hist:unknown-human-confirm',
+    expect: { stage: 'recorded' },
+    async run(stack) {
+      const effectId = 'hist:unknown-human-confirm';
+      await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
+      await stack.withWorker(async () => {
+        await stack.effects.approve(postRequest(effectId, 'History: confirm'));
+        const [ours] = await waitFor(async () => {
+          const found = await socialPostsFor(stack, effectId);
+          return found.length ? found : undefined;
+        }, 'our post to exist at the provider');
+        for (let i = 0; i < 100; i++) {
+          await fetch(`${stack.simulator.url}/social/v1/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `noise ${i}` }) });
+        }
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        const h = handle(stack, effectId);
+        await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'I saw it', externalId: 'post_doesnotexist' });
+        await waitFor(async () => (await stack.effects.status(effectId)).trail.decisions.length === 1, 'the wrong evidence to be refused');
+        await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'found it on the channel page', externalId: ours!.id });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+];
+
+
+// Every path has exactly one scenario (checked when the module loads: the capture relies on it).
+const missing = HISTORY_PATHS.filter((path) => HISTORY_SCENARIOS.filter((s) => s.path === path).length !== 1);
+if (missing.length) throw new Error(`history paths without exactly one scenario: ${missing.join(', ')}`);
