@@ -11,7 +11,7 @@ import { basename, join } from 'node:path';
 import { Command } from 'commander';
 import { effectStageKey } from '../workflows/search-attributes.js';
 import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
-import { captureHistory, eventTypes, historyFileName, HISTORIES_DIR, pathOf, readHistoryFile } from './history-file.js';
+import { captureHistory, eventTypes, historyFileName, HISTORIES_DIR, pathOf, previousRunIdOf, readHistoryFile } from './history-file.js';
 import { HISTORY_PATHS } from './history-paths.js';
 import { HISTORY_SCENARIOS, type HistoryScenario } from './history-scenarios.js';
 import { startStack, type Stack } from './local-stack.js';
@@ -65,7 +65,15 @@ try {
     process.stdout.write(`  ${scenario.path} (${((Date.now() - started) / 1000).toFixed(1)} s): ${scenario.shows}\n`);
     const latest = join(outDir, historyFileName(EFFECT_WORKFLOW_VERSION, scenario.path));
     await captureHistory(stack.env.client, scenario.effectId, latest);
-    differences.push(...report(latest));
+    const captured = [latest];
+    if (scenario.previousRunPath) {
+      const previousRunId = previousRunIdOf(readHistoryFile(latest));
+      if (!previousRunId) throw new Error(`${scenario.path}: the captured run did not continue another run`);
+      const previous = join(outDir, historyFileName(EFFECT_WORKFLOW_VERSION, scenario.previousRunPath));
+      await captureHistory(stack.env.client, scenario.effectId, previous, previousRunId);
+      captured.unshift(previous);
+    }
+    for (const out of captured) differences.push(...report(out));
   }
 } finally {
   await stack.stop();

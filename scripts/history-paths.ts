@@ -12,7 +12,8 @@ export const HISTORY_PATHS = [
   'unknown-abandon',
   'malformed-decision-ignored',
   'open-awaiting-human',
-  'long-wait',
+  'long-wait-continued-as-new',
+  'long-wait-next-run',
   'unknown-human-confirm',
 ] as const;
 

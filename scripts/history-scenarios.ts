@@ -5,7 +5,7 @@ import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate 
 import type { EffectStage } from '../workflows/stages.js';
 import { HISTORY_PATHS, type HistoryPath } from './history-paths.js';
 import { EffectLedgerClient } from '../workflows/client.js';
-import { liveStatus, waitForStage } from './effect-probes.js';
+import { waitForStage } from './effect-probes.js';
 import type { Stack } from './local-stack.js';
 import { refundRequest } from './sample-requests.js';
 import { waitFor } from './wait-for.js';
@@ -19,12 +19,13 @@ export interface HistoryScenario {
   effectId: string;
   /** Drives the effect; resolves when its history is ready to capture. */
   run(stack: Stack): Promise<void>;
+  /** Also capture the run the captured one continued from (continue-as-new), under this path. */
+  previousRunPath?: HistoryPath;
   /** Where the effect must be when captured; `open` = still running, awaiting a human. */
   expect: { stage: EffectStage; open?: boolean };
 }
 
 const OPS = 'ops@example.com';
-const LONG_WAIT_READBACKS = 26;
 
 function postRequest(effectId: string, text: string) {
   return { effectId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text }, approvedBy: 'ana@example.com', authorizationRef: 'EDITORIAL-3' };
@@ -196,18 +197,26 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     run: (stack) => stack.withWorker(() => awaitingHuman(stack, 'hist:open-awaiting-human', 'History: still open')),
   },
   {
-    path: 'long-wait',
-    shows: 'still running: a key-less post awaiting a human through 26 scheduled readbacks (every 0.5 s here, every 10 min by default)',
+    path: 'long-wait-next-run',
+    previousRunPath: 'long-wait-continued-as-new',
+    shows:
+      'a key-less post awaiting a human: after 2 readbacks (every 2 s here, 24 every 10 min by default) the run continues as new ' +
+      '(the previous run is captured too); the next run carries the attempts, a human approves a retry, attempt 2, recorded',
     effectId: 'hist:long-wait',
-    expect: { stage: 'unknown', open: true },
+    expect: { stage: 'recorded' },
     async run(stack) {
       const effectId = 'hist:long-wait';
-      const patient = new EffectLedgerClient({ client: stack.env.client, db: stack.ledger.db, taskQueue: stack.taskQueue, callTimeoutMs: 1500, readbackIntervalMs: 500 });
+      const patient = new EffectLedgerClient({ client: stack.env.client, db: stack.ledger.db, taskQueue: stack.taskQueue, callTimeoutMs: 1500, readbackIntervalMs: 2000, readbacksPerRun: 2 });
       await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
       await stack.withWorker(async () => {
         await patient.approve(postRequest(effectId, 'History: a long wait'));
-        // The worker stops right after the 26th readback, well before the next timer fires.
-        await waitFor(async () => (await liveStatus(stack, effectId)).readbacks.length >= LONG_WAIT_READBACKS, `${LONG_WAIT_READBACKS} readbacks`);
+        const { runId: firstRunId } = await handle(stack, effectId).describe();
+        await waitFor(async () => (await stack.env.client.workflow.getHandle(effectId, firstRunId).describe()).status.name === 'CONTINUED_AS_NEW', 'the first run to continue as new');
+        // The next run reads back once, then awaits a human; the decision lands well before its next readback.
+        const next = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        if (next.attempts.length !== 1) throw new Error(`the next run shows ${next.attempts.length} attempts, not the 1 carried`);
+        await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'waited long enough; send it' });
+        await stack.effects.result(effectId);
       });
     },
   },
@@ -243,5 +252,5 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
 
 
 // Every path has exactly one scenario (checked when the module loads: the capture relies on it).
-const missing = HISTORY_PATHS.filter((path) => HISTORY_SCENARIOS.filter((s) => s.path === path).length !== 1);
+const missing = HISTORY_PATHS.filter((path) => HISTORY_SCENARIOS.filter((s) => s.path === path || s.previousRunPath === path).length !== 1);
 if (missing.length) throw new Error(`history paths without exactly one scenario: ${missing.join(', ')}`);

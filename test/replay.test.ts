@@ -86,6 +86,20 @@ describe('replay of recorded histories', () => {
       assert.ok(expected.length > 0 && expected.length < recorded.length, 'the set holds histories with and without a readback');
       assert.deepEqual(broken, expected);
     });
+
+    test(`without its patched() guard, the v2 change (continue-as-new in a long wait) breaks a v1 run that waited long`, async () => {
+      const unguarded = await bundleEffectWorkflows({
+        webpackConfigHook: (config) => ({
+          ...config,
+          resolve: { ...config.resolve, alias: { ...(config.resolve?.alias as Record<string, string>), '@temporalio/workflow$': altered('unguarded-patches.ts') } },
+        }),
+      });
+      const results = await replayAll(unguarded);
+      const result = results.get('v1.long-wait.json');
+      assert.equal(result?.error?.name, 'DeterminismViolationError', describeError(result));
+      // Histories whose runs never waited that long take no patched branch: they replay either way.
+      assert.equal(results.get('v1.open-awaiting-human.json')?.error, undefined);
+    });
   });
 });
 

@@ -65,6 +65,29 @@ describe('stage machine', () => {
     assert.equal(view.status().attempts[0]!.outcome, 'in_flight');
     assert.match(view.details(), /\| 1 \| `e-1` \|/);
   });
+
+  test('a view carried to the next run (continue-as-new) starts in unknown with the attempts, the latest readbacks and decisions', () => {
+    const input = { effectId: 'e-2', destination: 'social-feed', operation: 'post.publish', summary: 's', callTimeoutMs: 1000, retryAfterProvenAbsence: false, readbackIntervalMs: 60_000 };
+    const first = new EffectView(input);
+    first.move('released');
+    first.addAttempt({ attemptNumber: 1, idempotencyKey: 'e-2', startedAt: '2026-01-01T00:00:00Z' });
+    first.move('attempted');
+    first.settleAttempt(1, 'unknown', 'timed out');
+    first.move('unknown');
+    for (let i = 0; i < 30; i++) first.addReadback({ at: `t${i}`, outcome: 'absent', coverage: 'complete', method: 'listing_scan', reason: 'not there' });
+    for (let i = 0; i < 25; i++) first.addDecision({ kind: 'abandon', actor: '', accepted: false, note: `garbage ${i}` });
+    const carried = first.carry(2);
+    assert.deepEqual([carried.readbacks.length, carried.readbacks.at(-1)?.at, carried.decisions.length, carried.decisions[0]?.note], [5, 't29', 20, 'garbage 5']);
+    assert.deepEqual([carried.automaticRetries, carried.runsBefore], [2, 1]);
+
+    const next = new EffectView({ ...input, carried });
+    assert.equal(next.stage, 'unknown');
+    assert.deepEqual(next.status().attempts, first.status().attempts);
+    assert.match(next.details(), /Run 2 of this effect/);
+    assert.throws(() => next.move('released'), IllegalStageTransitionError);
+    next.move('abandoned');
+    assert.equal(next.carry(2).runsBefore, 2);
+  });
 });
 
 describe('idempotency key', () => {

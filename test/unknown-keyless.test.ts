@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
-import { decisions } from '../ledger/schema.js';
+import { decisions, providerEvidence } from '../ledger/schema.js';
+import { EffectLedgerClient } from '../workflows/client.js';
+import { effectStageKey } from '../workflows/search-attributes.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../workflows/contract.js';
 import { liveStatus, waitForStage } from '../scripts/effect-probes.js';
 import { runCli } from './support/cli.js';
@@ -178,5 +180,39 @@ describe('UNKNOWN on a key-less destination', () => {
     assert.equal(trail.fact?.externalUrl, url);
     const human = trail.evidence.find((e) => e.kind === 'human');
     assert.match((human?.detail as { checked: string }).checked, /not checkable/);
+  });
+
+  test('a long wait for a human continues as new: same effect ID, attempts and decisions carried, the decision lands in the latest run', async () => {
+    const effectId = 'post:launch-6';
+    // Two readbacks per run, every 300 ms: a wait of weeks in miniature.
+    const patient = new EffectLedgerClient({ client: stack.env.client, db: stack.ledger.db, taskQueue: stack.taskQueue, callTimeoutMs: CALL_TIMEOUT_MS, readbackIntervalMs: 300, readbacksPerRun: 2 });
+    await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+    const answer = await stack.withWorker(async () => {
+      await patient.approve(postRequest(effectId, 'Sixth launch'));
+      const { runId: firstRunId } = await stack.env.client.workflow.getHandle(effectId).describe();
+      await stack.env.client.workflow.getHandle(effectId).signal(abandonSignal, { actor: 'ops@example.com', reason: 'x', force: true });
+      // Two hand-overs later, the latest run still knows the attempt and the refused decision of the first.
+      const third = await waitFor(async () => {
+        const d = await stack.env.client.workflow.getHandle(effectId).describe();
+        const readbacks = (await stack.ledger.db.select().from(providerEvidence).where(eq(providerEvidence.effectId, effectId))).filter((e) => e.kind === 'readback');
+        return d.runId !== firstRunId && readbacks.length >= 5 ? d : undefined;
+      }, 'five readbacks over three runs');
+      assert.equal(third.status.name, 'RUNNING');
+      assert.equal(third.typedSearchAttributes.get(effectStageKey), 'unknown', 'the UI still finds it by stage');
+      const first = await stack.env.client.workflow.getHandle(effectId, firstRunId).describe();
+      assert.equal(first.status.name, 'CONTINUED_AS_NEW');
+      const live = await liveStatus(stack, effectId);
+      assert.equal(live.stage, 'unknown');
+      assert.deepEqual(live.attempts.map((a) => [a.attemptNumber, a.outcome]), [[1, 'unknown']]);
+      assert.equal(live.decisions.length, 1, 'the refused decision is carried');
+      return stack.effects.decide(effectId, 'abandon', { actor: 'ops@example.com', reason: 'nobody could confirm it' });
+    });
+    assert.deepEqual(answer, { accepted: true, stage: 'abandoned' });
+    assert.equal((await stack.effects.result(effectId)).stage, 'abandoned');
+    assert.equal((await postsFor(effectId)).length, 0);
+    const { trail } = await stack.effects.status(effectId);
+    assert.equal(trail.effect.stage, 'abandoned');
+    assert.equal(trail.attempts.length, 1, 'no run made a second attempt');
+    assert.deepEqual(trail.decisions.map((d) => [d.kind, d.accepted]), [['abandon', false], ['abandon', true]]);
   });
 });

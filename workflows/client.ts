@@ -28,6 +28,8 @@ export interface EffectLedgerClientOptions {
   callTimeoutMs?: number;
   /** How often an effect awaiting a human is read back again (default 10 minutes). */
   readbackIntervalMs?: number;
+  /** Readbacks per run while a human is awaited before the run continues as new (default 24). */
+  readbacksPerRun?: number;
 }
 
 const DEFAULT_READBACK_INTERVAL_MS = 10 * 60 * 1000;
@@ -75,6 +77,7 @@ export class EffectLedgerClient {
       callTimeoutMs: this.options.callTimeoutMs ?? valid.contract.callTimeoutMs,
       retryAfterProvenAbsence: valid.contract.retryAfterProvenAbsence,
       readbackIntervalMs: this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
+      ...(this.options.readbacksPerRun ? { readbacksPerRun: this.options.readbacksPerRun } : {}),
     };
     try {
       await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {

@@ -19,6 +19,25 @@ export interface EffectInput {
   retryAfterProvenAbsence: boolean;
   /** While a human decision is awaited, readback runs again this often (a late object is still found). */
   readbackIntervalMs: number;
+  /**
+   * Readbacks one run makes while awaiting a human before it continues as new, so a wait of weeks never
+   * fills one history (default 24: four hours at the default interval). Absent in v1 inputs.
+   */
+  readbacksPerRun?: number;
+  /** What the previous run knew, when this run continues a long wait for a human (v2). */
+  carried?: CarriedState;
+}
+
+/** Handed from a run that continued as new to the next: the effect is still UNKNOWN, awaiting a human. */
+export interface CarriedState {
+  attempts: AttemptView[];
+  /** The latest few only: the ledger keeps them all. */
+  readbacks: ReadbackView[];
+  decisions: DecisionView[];
+  /** Same-key retries policy already made after proven absence (at most 3 per effect, not per run). */
+  automaticRetries: number;
+  /** How many runs came before this one. */
+  runsBefore: number;
 }
 
 export type OutcomeClass = 'not_sent' | 'confirmed' | 'rejected' | 'unknown';

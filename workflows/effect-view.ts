@@ -1,21 +1,41 @@
 // What the workflow knows about its effect, and how it shows it: the status query's answer and the
 // markdown "current details" in the Web UI. Pure: stage moves go through the stage machine.
-import type { AttemptView, DecisionView, EffectInput, EffectStatus, OutcomeClass, ReadbackView } from './contract.js';
+import type { AttemptView, CarriedState, DecisionView, EffectInput, EffectStatus, OutcomeClass, ReadbackView } from './contract.js';
 import { nextStage, type EffectStage } from './stages.js';
+
+/** Carried across runs: enough for the status query and the UI; the ledger holds every one. */
+const CARRIED_READBACKS = 5;
+const CARRIED_DECISIONS = 20;
 
 export class EffectView {
   private current: EffectStatus;
+  private readonly runsBefore: number;
 
   constructor(input: EffectInput) {
+    const carried = input.carried;
+    this.runsBefore = carried?.runsBefore ?? 0;
     this.current = {
       effectId: input.effectId,
-      stage: 'prepared',
+      // A run that continues a long wait starts where the last one stopped: a run boundary is not a stage.
+      stage: carried ? 'unknown' : 'prepared',
       destination: input.destination,
       operation: input.operation,
       summary: input.summary,
-      attempts: [],
-      readbacks: [],
-      decisions: [],
+      attempts: carried?.attempts ?? [],
+      readbacks: carried?.readbacks ?? [],
+      decisions: carried?.decisions ?? [],
+    };
+  }
+
+  /** What the next run needs to go on showing and deciding as this one did. */
+  carry(automaticRetries: number): CarriedState {
+    const { attempts, readbacks, decisions } = this.status();
+    return {
+      attempts,
+      readbacks: readbacks.slice(-CARRIED_READBACKS),
+      decisions: decisions.slice(-CARRIED_DECISIONS),
+      automaticRetries,
+      runsBefore: this.runsBefore + 1,
     };
   }
 
@@ -66,6 +86,7 @@ export class EffectView {
       `**${s.stage.toUpperCase()}** · ${s.destination} \`${s.operation}\` · ${s.summary}`,
       '',
       s.awaiting ? `Awaiting: ${s.awaiting}` : '',
+      this.runsBefore ? `Run ${this.runsBefore + 1} of this effect: earlier runs continued as new during a long wait (the ledger keeps every readback).` : '',
       s.externalId ? `Result: \`${s.externalId}\`${s.externalUrl ? ` (${s.externalUrl})` : ''}` : '',
       '',
     ];

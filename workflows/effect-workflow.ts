@@ -4,6 +4,8 @@ import {
   ActivityFailure,
   allHandlersFinished,
   condition,
+  makeContinueAsNewFunc,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setDefaultSignalHandler,
@@ -47,6 +49,12 @@ const ledger = proxyActivities<EffectActivities>({
 
 /** Automatic same-key retries after proven absence, before a human must decide. */
 const MAX_AUTOMATIC_RETRIES = 3;
+
+/** Four hours of waiting per run at the default 10-minute readback interval: about 350 history events. */
+const DEFAULT_READBACKS_PER_RUN = 24;
+
+// v2: a long wait for a human continues as new. Runs that v1 code started keep waiting in one history.
+export const CONTINUE_AS_NEW_PATCH = 'continue-as-new-while-awaiting-human';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
 function backoffMs(n: number, retryAfterMs?: number): number {
@@ -149,12 +157,21 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
     move('recorded');
     return finish(result('the ledger already held this effect’s fact'));
   }
-  move('released');
+  if (!input.carried) move('released');
 
   let attemptNumber = release.attemptsSoFar;
   let firstAttemptAt = release.firstAttemptStartedAt;
-  let automaticRetries = 0;
+  let automaticRetries = input.carried?.automaticRetries ?? 0;
+  let readbacksThisRun = 0;
   const target = (): ReadbackTarget => ({ effectId: input.effectId, step: MAIN_STEP, releaseRevision: release.revision, since: firstAttemptAt! });
+
+  /** A run's history must stay far from Temporal's limits (51,200 events) however long a human takes. */
+  const longWait = () => readbacksThisRun >= (input.readbacksPerRun ?? DEFAULT_READBACKS_PER_RUN) || workflowInfo().continueAsNewSuggested;
+  const handOver = (): Promise<never> =>
+    makeContinueAsNewFunc<typeof effectWorkflow>({ typedSearchAttributes: workflowInfo().typedSearchAttributes })({
+      ...input,
+      carried: view.carry(automaticRetries),
+    });
 
   /**
    * UNKNOWN: automatic retries are frozen. Read back first; retry with the same key only where the
@@ -166,6 +183,7 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
       view.await('readback: looking for the exact object at the destination');
       publish();
       const readback = await ledger.readBack(target());
+      readbacksThisRun += 1;
       view.addReadback({ at: new Date().toISOString(), outcome: readback.outcome, coverage: readback.coverage, method: readback.detail.method, reason: readback.detail.reason });
       if (readback.outcome === 'found') {
         view.setResult(readback.externalId, readback.externalUrl);
@@ -185,7 +203,12 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
           ` (${readback.detail.reason}); reading back again every ${Math.round(input.readbackIntervalMs / 1000)} s`,
       );
       publish();
-      if (!(await condition(() => queue.length > 0, input.readbackIntervalMs))) continue;
+      if (!(await condition(() => queue.length > 0, input.readbackIntervalMs))) {
+        if (!(longWait() && patched(CONTINUE_AS_NEW_PATCH))) continue;
+        // Hand over only between decisions: one that arrives meanwhile is decided in this run.
+        await condition(() => queue.length > 0 || allHandlersFinished());
+        if (queue.length === 0) return handOver();
+      }
       const { ref, decision, answer } = queue.shift()!;
       const respond = (accepted: boolean, reason?: string) => answer?.({ accepted, stage: view.stage, reason });
       switch (decision.kind) {
@@ -219,8 +242,10 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
 
   if (attemptNumber > 0) {
     // An earlier run started attempts and left no outcome we trust: never a blind second write.
-    move('attempted');
-    move('unknown');
+    if (!input.carried) {
+      move('attempted');
+      move('unknown');
+    }
     const next = await reconcile();
     if (next !== 'retry') return finish(next);
   }
