@@ -60,7 +60,7 @@ try {
   process.stdout.write(`Capturing the histories of effect workflow v${EFFECT_WORKFLOW_VERSION} into ${outDir}\n`);
   for (const scenario of scenarios) {
     const started = Date.now();
-    await scenario.run(stack);
+    await scenario.run(stack, scenario.effectId);
     await assertWhereExpected(stack, scenario);
     process.stdout.write(`  ${scenario.path} (${((Date.now() - started) / 1000).toFixed(1)} s): ${scenario.shows}\n`);
     const latest = join(outDir, historyFileName(EFFECT_WORKFLOW_VERSION, scenario.path));

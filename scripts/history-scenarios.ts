@@ -18,7 +18,7 @@ export interface HistoryScenario {
   shows: string;
   effectId: string;
   /** Drives the effect; resolves when its history is ready to capture. */
-  run(stack: Stack): Promise<void>;
+  run(stack: Stack, effectId: string): Promise<void>;
   /** Also capture the run the captured one continued from (continue-as-new), under this path. */
   previousRunPath?: HistoryPath;
   /** Where the effect must be when captured; `open` = still running, awaiting a human. */
@@ -59,23 +59,23 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'released, one attempt, confirmed by the provider, recorded',
     effectId: 'hist:happy-path',
     expect: { stage: 'recorded' },
-    run: (stack) => runToEnd(stack, refundRequest('hist:happy-path', 100, 'ch_h1')),
+    run: (stack, effectId) => runToEnd(stack, refundRequest(effectId, 100, 'ch_h1')),
   },
   {
     path: 'rejected',
     shows: 'the provider refuses the refund (HTTP 400): rejected, no retry',
     effectId: 'hist:rejected',
     expect: { stage: 'rejected' },
-    run: (stack) => runToEnd(stack, refundRequest('hist:rejected', -5, 'ch_h2')),
+    run: (stack, effectId) => runToEnd(stack, refundRequest(effectId, -5, 'ch_h2')),
   },
   {
     path: 'not-sent-retry',
     shows: '503 with Retry-After (not processed): a timer, then the same key again, recorded',
     effectId: 'hist:not-sent-retry',
     expect: { stage: 'recorded' },
-    async run(stack) {
+    async run(stack, effectId) {
       await stack.simulator.fault('status_503_before_commit', { path: '/v1/objects' });
-      await runToEnd(stack, refundRequest('hist:not-sent-retry', 110, 'ch_h3'));
+      await runToEnd(stack, refundRequest(effectId, 110, 'ch_h3'));
     },
   },
   {
@@ -85,8 +85,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       'the provider answers 409 "key in use" (unknown again); once the first request commits, a second approve-retry gets the stored answer',
     effectId: 'hist:conflict',
     expect: { stage: 'recorded' },
-    async run(stack) {
-      const effectId = 'hist:conflict';
+    async run(stack, effectId) {
       await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 8000 });
       await stack.withWorker(async () => {
         await stack.effects.approve(refundRequest(effectId, 120, 'ch_h4'));
@@ -107,9 +106,9 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'committed, then the connection dropped: unknown, readback finds the object by key, reconciled, recorded',
     effectId: 'hist:unknown-readback-found',
     expect: { stage: 'recorded' },
-    async run(stack) {
+    async run(stack, effectId) {
       await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
-      await runToEnd(stack, refundRequest('hist:unknown-readback-found', 130, 'ch_h5'));
+      await runToEnd(stack, refundRequest(effectId, 130, 'ch_h5'));
     },
   },
   {
@@ -117,9 +116,9 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'failed before commit: unknown, readback proves absence over complete coverage, automatic same-key retry, recorded',
     effectId: 'hist:unknown-readback-absent-retry',
     expect: { stage: 'recorded' },
-    async run(stack) {
+    async run(stack, effectId) {
       await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
-      await runToEnd(stack, refundRequest('hist:unknown-readback-absent-retry', 140, 'ch_h6'));
+      await runToEnd(stack, refundRequest(effectId, 140, 'ch_h6'));
     },
   },
   {
@@ -127,8 +126,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'the worker is SIGKILLed mid-call: the send activity times out (unknown), readback finds the object, recorded',
     effectId: 'hist:unknown-worker-killed',
     expect: { stage: 'recorded' },
-    async run(stack) {
-      const effectId = 'hist:unknown-worker-killed';
+    async run(stack, effectId) {
       const posts = async () => (await stack.simulator.stats()).posts['/v1/objects'] ?? 0;
       const before = await posts();
       await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: 60_000 });
@@ -144,8 +142,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'key-less post lost before commit: readback absent, no automatic retry; a human signals approve-retry; same key; recorded',
     effectId: 'hist:unknown-human-approve-retry',
     expect: { stage: 'recorded' },
-    async run(stack) {
-      const effectId = 'hist:unknown-human-approve-retry';
+    async run(stack, effectId) {
       await stack.withWorker(async () => {
         await awaitingHuman(stack, effectId, 'History: approve-retry');
         await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'nothing on the channel; send it' });
@@ -158,8 +155,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'key-less post lost before commit: a human abandons it through the decide update',
     effectId: 'hist:unknown-abandon',
     expect: { stage: 'abandoned' },
-    async run(stack) {
-      const effectId = 'hist:unknown-abandon';
+    async run(stack, effectId) {
       await stack.withWorker(async () => {
         await awaitingHuman(stack, effectId, 'History: abandon');
         await handle(stack, effectId).executeUpdate(decideUpdate, { args: [{ decision: 'abandon', actor: OPS, reason: 'campaign cancelled' }] });
@@ -172,8 +168,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'garbage signals (wrong types, blank actor, a bare string, confirm without evidence, extra fields, a misspelt name) are refused and recorded; then a valid approve-retry',
     effectId: 'hist:malformed-decision-ignored',
     expect: { stage: 'recorded' },
-    async run(stack) {
-      const effectId = 'hist:malformed-decision-ignored';
+    async run(stack, effectId) {
       await stack.withWorker(async () => {
         await awaitingHuman(stack, effectId, 'History: malformed decisions');
         const h = handle(stack, effectId);
@@ -194,7 +189,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'still running: key-less post lost before commit, readback absent, waiting for a human (the case that matters in production)',
     effectId: 'hist:open-awaiting-human',
     expect: { stage: 'unknown', open: true },
-    run: (stack) => stack.withWorker(() => awaitingHuman(stack, 'hist:open-awaiting-human', 'History: still open')),
+    run: (stack, effectId) => stack.withWorker(() => awaitingHuman(stack, effectId, 'History: still open')),
   },
   {
     path: 'long-wait-next-run',
@@ -204,8 +199,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       '(the previous run is captured too); the next run carries the attempts, a human approves a retry, attempt 2, recorded',
     effectId: 'hist:long-wait',
     expect: { stage: 'recorded' },
-    async run(stack) {
-      const effectId = 'hist:long-wait';
+    async run(stack, effectId) {
       const patient = new EffectLedgerClient({ client: stack.env.client, db: stack.ledger.db, taskQueue: stack.taskQueue, callTimeoutMs: 1500, readbackIntervalMs: 2000, readbacksPerRun: 2 });
       await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
       await stack.withWorker(async () => {
@@ -227,8 +221,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       'confirm-delivery with a wrong object ID is refused, with the right one it is recorded by a human',
     effectId: 'hist:unknown-human-confirm',
     expect: { stage: 'recorded' },
-    async run(stack) {
-      const effectId = 'hist:unknown-human-confirm';
+    async run(stack, effectId) {
       await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
       await stack.withWorker(async () => {
         await stack.effects.approve(postRequest(effectId, 'History: confirm'));
