@@ -43,6 +43,9 @@ async function replayAll(workflowBundle: Awaited<ReturnType<typeof bundleEffectW
   return results;
 }
 
+/** How long replaying the set against the current code took, without the bundle build (for the log). */
+let replayMs: number | undefined;
+
 const describeError = (r: ReplayResult | undefined) => (r?.error ? `${r.error.name}: ${r.error.message}` : 'replayed cleanly');
 
 describe('replay of recorded histories', () => {
@@ -59,7 +62,10 @@ describe('replay of recorded histories', () => {
   describe('against the current workflow code', () => {
     let results: Map<string, ReplayResult>;
     before(async () => {
-      results = await replayAll(await bundleEffectWorkflows());
+      const bundle = await bundleEffectWorkflows();
+      const started = performance.now();
+      results = await replayAll(bundle);
+      replayMs = performance.now() - started;
     });
     for (const { file } of recorded) {
       test(file, () => {
@@ -103,7 +109,8 @@ describe('replay of recorded histories', () => {
   });
 });
 
-// Each path's event count, for whoever reads the test log (and the closing note).
+// Each path's event count and the replay's wall time, for whoever reads the test log.
 test('event counts per history', (t) => {
+  if (replayMs !== undefined) t.diagnostic(`replayed ${recorded.length} histories in ${Math.round(replayMs)} ms`);
   for (const { file, history } of recorded) t.diagnostic(`${file}: ${eventTypes(history).length} events`);
 });
