@@ -53,7 +53,8 @@ const MAX_AUTOMATIC_RETRIES = 3;
 /** Four hours of waiting per run at the default 10-minute readback interval: about 350 history events. */
 const DEFAULT_READBACKS_PER_RUN = 24;
 
-// v2: a long wait for a human continues as new. Runs that v1 code started keep waiting in one history.
+// v2: a long wait for a human continues as new. A v1 run replays its past without it (no marker in its
+// history) and hands over at its next live check.
 export const CONTINUE_AS_NEW_PATCH = 'continue-as-new-while-awaiting-human';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
