@@ -24,7 +24,7 @@ const READBACK_INTERVAL_MS = 3_600_000;
 const options = new Command('capture-histories')
   .option('--only <paths>', `comma-separated subset of: ${HISTORY_PATHS.join(', ')}`)
   .option('--out <dir>', 'where to write the files', HISTORIES_DIR)
-  .option('--check', 'capture into a temporary directory and compare event sequences with --out')
+  .option('--check', 'capture into a temporary directory and compare the path each history records with --out')
   .parse()
   .opts<{ only?: string; out: string; check?: boolean }>();
 

@@ -1,8 +1,16 @@
 // What a user checks about one effect: its stage as the workflow says it, and its ledger trail.
-import { statusQuery, type EffectStatus } from '../workflows/contract.js';
+import { statusQuery, type EffectResult, type EffectStatus } from '../workflows/contract.js';
 import type { EffectStage } from '../workflows/stages.js';
 import type { Stack } from './local-stack.js';
 import { waitFor } from './wait-for.js';
+
+/** Approves an effect while a worker polls, and waits for its workflow to close. */
+export function runEffect(stack: Stack, request: { effectId: string }): Promise<EffectResult> {
+  return stack.withWorker(async () => {
+    await stack.effects.approve(request);
+    return stack.effects.result(request.effectId);
+  });
+}
 
 export function liveStatus(stack: Stack, effectId: string): Promise<EffectStatus> {
   return stack.env.client.workflow.getHandle(effectId).query(statusQuery);
@@ -18,4 +26,8 @@ export function waitForStage(stack: Stack, effectId: string, stage: EffectStage,
 
 export async function objectsFor(stack: Stack, effectId: string) {
   return (await stack.simulator.objects()).filter((o) => o.metadata.effect_id === effectId);
+}
+
+export async function socialPostsFor(stack: Stack, effectId: string) {
+  return (await stack.simulator.socialPosts()).filter((p) => p.metadata?.effect_id === effectId);
 }

@@ -42,7 +42,7 @@ export function effectIdOf(history: HistoryJson): string {
   return input.effectId;
 }
 
-/** Event types in order: what a re-capture of unchanged code must reproduce. */
+/** Event types in order (their count is a history's size; a re-capture may batch them differently). */
 export function eventTypes(history: HistoryJson): string[] {
   return history.events.map((e) => e.eventType.replace(/^EVENT_TYPE_/, ''));
 }

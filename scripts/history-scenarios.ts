@@ -5,9 +5,9 @@ import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate 
 import type { EffectStage } from '../workflows/stages.js';
 import { HISTORY_PATHS, type HistoryPath } from './history-paths.js';
 import { EffectLedgerClient } from '../workflows/client.js';
-import { waitForStage } from './effect-probes.js';
+import { runEffect, socialPostsFor, waitForStage } from './effect-probes.js';
 import type { Stack } from './local-stack.js';
-import { refundRequest } from './sample-requests.js';
+import { postRequest, refundRequest } from './sample-requests.js';
 import { waitFor } from './wait-for.js';
 import { startWorkerProcess } from './worker-process.js';
 
@@ -18,7 +18,7 @@ export interface HistoryScenario {
   shows: string;
   effectId: string;
   /** Drives the effect; resolves when its history is ready to capture. */
-  run(stack: Stack, effectId: string): Promise<void>;
+  run(stack: Stack, effectId: string): Promise<unknown>;
   /** Also capture the run the captured one continued from (continue-as-new), under this path. */
   previousRunPath?: HistoryPath;
   /** Where the effect must be when captured; `open` = still running, awaiting a human. */
@@ -27,24 +27,8 @@ export interface HistoryScenario {
 
 const OPS = 'ops@example.com';
 
-function postRequest(effectId: string, text: string) {
-  return { effectId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text }, approvedBy: 'ana@example.com', authorizationRef: 'EDITORIAL-3' };
-}
 
 const handle = (stack: Stack, effectId: string) => stack.env.client.workflow.getHandle(effectId);
-
-async function socialPostsFor(stack: Stack, effectId: string): Promise<Array<{ id: string }>> {
-  const all = (await (await fetch(`${stack.simulator.url}/_control/social-posts`)).json()) as { data: Array<{ id: string; metadata?: Record<string, string> }> };
-  return all.data.filter((p) => p.metadata?.effect_id === effectId);
-}
-
-/** Approves and waits for the workflow to close, with an in-process worker. */
-async function runToEnd(stack: Stack, request: { effectId: string }): Promise<void> {
-  await stack.withWorker(async () => {
-    await stack.effects.approve(request);
-    await stack.effects.result(request.effectId);
-  });
-}
 
 /** A key-less post whose request never reached the provider: readback proves absence, a human is awaited. */
 async function awaitingHuman(stack: Stack, effectId: string, text: string): Promise<void> {
@@ -59,14 +43,14 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     shows: 'released, one attempt, confirmed by the provider, recorded',
     effectId: 'hist:happy-path',
     expect: { stage: 'recorded' },
-    run: (stack, effectId) => runToEnd(stack, refundRequest(effectId, 100, 'ch_h1')),
+    run: (stack, effectId) => runEffect(stack, refundRequest(effectId, 100, 'ch_h1')),
   },
   {
     path: 'rejected',
     shows: 'the provider refuses the refund (HTTP 400): rejected, no retry',
     effectId: 'hist:rejected',
     expect: { stage: 'rejected' },
-    run: (stack, effectId) => runToEnd(stack, refundRequest(effectId, -5, 'ch_h2')),
+    run: (stack, effectId) => runEffect(stack, refundRequest(effectId, -5, 'ch_h2')),
   },
   {
     path: 'not-sent-retry',
@@ -75,7 +59,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
       await stack.simulator.fault('status_503_before_commit', { path: '/v1/objects' });
-      await runToEnd(stack, refundRequest(effectId, 110, 'ch_h3'));
+      await runEffect(stack, refundRequest(effectId, 110, 'ch_h3'));
     },
   },
   {
@@ -108,7 +92,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
       await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
-      await runToEnd(stack, refundRequest(effectId, 130, 'ch_h5'));
+      await runEffect(stack, refundRequest(effectId, 130, 'ch_h5'));
     },
   },
   {
@@ -118,7 +102,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
       await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
-      await runToEnd(stack, refundRequest(effectId, 140, 'ch_h6'));
+      await runEffect(stack, refundRequest(effectId, 140, 'ch_h6'));
     },
   },
   {
@@ -229,9 +213,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
           const found = await socialPostsFor(stack, effectId);
           return found.length ? found : undefined;
         }, 'our post to exist at the provider');
-        for (let i = 0; i < 100; i++) {
-          await fetch(`${stack.simulator.url}/social/v1/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `noise ${i}` }) });
-        }
+        await stack.simulator.crowdSocialFeed(100);
         await waitForStage(stack, effectId, 'unknown', 'a human decision');
         const h = handle(stack, effectId);
         await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'I saw it', externalId: 'post_doesnotexist' });

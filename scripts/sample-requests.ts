@@ -20,3 +20,14 @@ export function refundRequest(effectId: string, amount: number, charge = 'ch_100
     authorizationRef: 'REFUND-POLICY-7',
   };
 }
+
+export function postRequest(effectId: string, text: string) {
+  return {
+    effectId,
+    destination: 'social-feed',
+    operation: 'post.publish',
+    payload: { channel: 'linkedin-ru', text },
+    approvedBy: 'ana@example.com',
+    authorizationRef: 'EDITORIAL-3',
+  };
+}

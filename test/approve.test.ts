@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Worker } from '@temporalio/worker';
 import { EffectConflictError } from '../ledger/errors.js';
+import { runEffect } from '../scripts/effect-probes.js';
 import { effectIdOf, eventTypes, readHistoryFile } from '../scripts/history-file.js';
 import { startStack, type Stack } from '../scripts/local-stack.js';
 import { refundRequest, taskRequest } from '../scripts/sample-requests.js';
@@ -42,10 +43,7 @@ describe('approving effects', () => {
   });
 
   test('the same effect ID with a changed amount is a conflict: no provider call, ledger unchanged', async () => {
-    await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:A-1', 4000));
-      await stack.effects.result('refund:A-1');
-    });
+    await runEffect(stack, refundRequest('refund:A-1', 4000));
     const postsBefore = (await stack.simulator.stats()).posts['/v1/objects'];
     const before = await stack.effects.status('refund:A-1');
     await assert.rejects(stack.effects.approve(refundRequest('refund:A-1', 4500)), (error) => {
@@ -58,10 +56,7 @@ describe('approving effects', () => {
   });
 
   test('a definitive 4xx from the provider → rejected, no retry, evidence kept', async () => {
-    const result = await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:bad-amount', -5));
-      return stack.effects.result('refund:bad-amount');
-    });
+    const result = await runEffect(stack, refundRequest('refund:bad-amount', -5));
     assert.equal(result.stage, 'rejected');
     const { trail } = await stack.effects.status('refund:bad-amount');
     assert.equal(trail.effect.stage, 'rejected');
@@ -75,10 +70,7 @@ describe('approving effects', () => {
   });
 
   test('re-approving a recorded effect returns its fact and calls no provider', async () => {
-    const first = await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:A-2', 1200));
-      return stack.effects.result('refund:A-2');
-    });
+    const first = await runEffect(stack, refundRequest('refund:A-2', 1200));
     assert.equal(first.stage, 'recorded');
     const postsBefore = (await stack.simulator.stats()).posts['/v1/objects'];
     const again = await stack.effects.approve(refundRequest('refund:A-2', 1200));
@@ -91,10 +83,7 @@ describe('approving effects', () => {
 
   test('a long display summary is shortened to one line, not refused; it is not part of the fingerprint', async () => {
     const request = { ...taskRequest('task:long-title', 'request-99', 'T'.repeat(200)), summary: undefined };
-    const result = await stack.withWorker(async () => {
-      await stack.effects.approve(request);
-      return stack.effects.result('task:long-title');
-    });
+    const result = await runEffect(stack, request);
     assert.equal(result.stage, 'recorded');
     const { trail } = await stack.effects.status('task:long-title');
     assert.ok(trail.effect.summary.length <= 200, `summary has ${trail.effect.summary.length} chars`);
@@ -105,10 +94,7 @@ describe('approving effects', () => {
 
   test('503 with Retry-After (not processed) → retried after the delay with the same key → recorded, one object', async () => {
     await stack.simulator.fault('status_503_before_commit', { path: '/v1/objects' });
-    const result = await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:busy', 800));
-      return stack.effects.result('refund:busy');
-    });
+    const result = await runEffect(stack, refundRequest('refund:busy', 800));
     assert.equal(result.stage, 'recorded');
     const { trail } = await stack.effects.status('refund:busy');
     assert.deepEqual(trail.attempts.map((a) => a.idempotencyKey), ['refund:busy', 'refund:busy']);

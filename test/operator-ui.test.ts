@@ -6,13 +6,11 @@ import { eq } from 'drizzle-orm';
 import type { Page } from 'playwright-core';
 import { decisions } from '../ledger/schema.js';
 import { artifactsDir, launchBrowser } from './support/browser.js';
-import { liveStatus, waitForStage } from '../scripts/effect-probes.js';
+import { liveStatus, socialPostsFor, waitForStage } from '../scripts/effect-probes.js';
+import { postRequest } from '../scripts/sample-requests.js';
 import { startStack, type Stack } from '../scripts/local-stack.js';
 import { waitFor } from '../scripts/wait-for.js';
 
-function postRequest(effectId: string, text: string) {
-  return { effectId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text }, approvedBy: 'ana@example.com', authorizationRef: 'EDITORIAL-9' };
-}
 
 /** The key-less provider drops the connection before committing: UNKNOWN, readback absent, a human must decide. */
 async function stuckEffect(stack: Stack, effectId: string, text: string): Promise<void> {
@@ -102,8 +100,7 @@ describe('operators in the Temporal Web UI (headless Chromium)', () => {
       await page.reload();
       await page.screenshot({ path: `${artifactsDir}approve-retry-recorded.png`, fullPage: true });
     });
-    const posts = (await (await fetch(`${stack.simulator.url}/_control/social-posts`)).json()) as { data: Array<{ metadata: Record<string, string> }> };
-    assert.equal(posts.data.filter((p) => p.metadata?.effect_id === effectId).length, 1);
+    assert.equal((await socialPostsFor(stack, effectId)).length, 1);
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.effect.stage, 'recorded');
     assert.deepEqual(trail.decisions.map((d) => [d.kind, d.actor, d.accepted]), [['approve-retry', 'ops@example.com', true]]);

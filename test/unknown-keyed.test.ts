@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
-import { objectsFor } from '../scripts/effect-probes.js';
+import { objectsFor, runEffect } from '../scripts/effect-probes.js';
 import { refundRequest } from '../scripts/sample-requests.js';
 import { startStack, type Stack } from '../scripts/local-stack.js';
 import { waitFor } from '../scripts/wait-for.js';
@@ -24,10 +24,7 @@ describe('UNKNOWN on a keyed destination', () => {
 
   test('1. commit then drop the connection → unknown → readback finds it → recorded, one object', async () => {
     await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
-    const result = await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:dropped', 100));
-      return stack.effects.result('refund:dropped');
-    });
+    const result = await runEffect(stack, refundRequest('refund:dropped', 100));
     assert.equal(result.stage, 'recorded');
     const objects = await objectsFor(stack, 'refund:dropped');
     assert.equal(objects.length, 1);
@@ -41,10 +38,7 @@ describe('UNKNOWN on a keyed destination', () => {
   test('readback that fails on its way (provider reads answer 500) is retried until it answers; still one object', async () => {
     await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
     await stack.simulator.fault('read_error_500', { path: '/v1/', count: 2 });
-    const result = await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:flaky-reads', 150));
-      return stack.effects.result('refund:flaky-reads');
-    });
+    const result = await runEffect(stack, refundRequest('refund:flaky-reads', 150));
     assert.equal(result.stage, 'recorded');
     assert.equal((await objectsFor(stack, 'refund:flaky-reads')).length, 1);
     const { trail } = await stack.effects.status('refund:flaky-reads');
@@ -58,10 +52,7 @@ describe('UNKNOWN on a keyed destination', () => {
   test('2. commit then delay past the timeout → same; the late answer changes nothing', async () => {
     const before = await posts();
     await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: CALL_TIMEOUT_MS * 3 });
-    const result = await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:slow', 200));
-      return stack.effects.result('refund:slow');
-    });
+    const result = await runEffect(stack, refundRequest('refund:slow', 200));
     assert.equal(result.stage, 'recorded');
     // The held answer goes to a socket our adapter already abandoned: nothing of ours reads it, so the
     // ledger and the provider below are final whenever it lands.
@@ -75,10 +66,7 @@ describe('UNKNOWN on a keyed destination', () => {
 
   test('3. fail before commit → unknown → readback proves absence → same-key retry → recorded, one object', async () => {
     await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
-    const result = await stack.withWorker(async () => {
-      await stack.effects.approve(refundRequest('refund:lost-request', 300));
-      return stack.effects.result('refund:lost-request');
-    });
+    const result = await runEffect(stack, refundRequest('refund:lost-request', 300));
     assert.equal(result.stage, 'recorded');
     assert.equal((await objectsFor(stack, 'refund:lost-request')).length, 1);
     const { trail } = await stack.effects.status('refund:lost-request');
@@ -175,10 +163,7 @@ describe('UNKNOWN on a keyed destination', () => {
     await fetch(`${stack.simulator.url}/_control/retention`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyRetentionMs: 0 }) });
     try {
       await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
-      const result = await stack.withWorker(async () => {
-        await stack.effects.approve(refundRequest('refund:forgotten-key', 600));
-        return stack.effects.result('refund:forgotten-key');
-      });
+      const result = await runEffect(stack, refundRequest('refund:forgotten-key', 600));
       assert.equal(result.stage, 'recorded');
       assert.equal(await posts(), before + 1, 'no second POST');
       assert.equal((await objectsFor(stack, 'refund:forgotten-key')).length, 1);

@@ -8,16 +8,14 @@ import { decisions, providerEvidence } from '../ledger/schema.js';
 import { EffectLedgerClient } from '../workflows/client.js';
 import { effectStageKey } from '../workflows/search-attributes.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../workflows/contract.js';
-import { liveStatus, waitForStage } from '../scripts/effect-probes.js';
+import { liveStatus, socialPostsFor, waitForStage } from '../scripts/effect-probes.js';
+import { postRequest } from '../scripts/sample-requests.js';
 import { runCli } from './support/cli.js';
 import { startStack, type Stack } from '../scripts/local-stack.js';
 import { waitFor } from '../scripts/wait-for.js';
 
 const CALL_TIMEOUT_MS = 1500;
 
-function postRequest(effectId: string, text: string) {
-  return { effectId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text }, approvedBy: 'ana@example.com', authorizationRef: 'EDITORIAL-3' };
-}
 
 describe('UNKNOWN on a key-less destination', () => {
   let stack: Stack;
@@ -27,10 +25,7 @@ describe('UNKNOWN on a key-less destination', () => {
   });
   after(() => stack?.stop());
 
-  const postsFor = async (effectId: string) => {
-    const all = (await (await fetch(`${stack.simulator.url}/_control/social-posts`)).json()) as { data: Array<{ id: string; metadata: Record<string, string> }> };
-    return all.data.filter((p) => p.metadata?.effect_id === effectId);
-  };
+  const postsFor = (effectId: string) => socialPostsFor(stack, effectId);
   const decisionRows = (effectId: string) => stack.ledger.db.select().from(decisions).where(eq(decisions.effectId, effectId));
 
   test('3b. fail before commit → readback proves absence → waits for a human (no automatic retry) → approve-retry → recorded; garbage decisions are refused and recorded (8)', async () => {
@@ -97,9 +92,7 @@ describe('UNKNOWN on a key-less destination', () => {
         return p.length ? p : undefined;
       }, 'our post to exist at the provider');
       // Others post 100 times while our answer is held: ours is no longer among the listed newest 100.
-      for (let i = 0; i < 100; i++) {
-        await fetch(`${stack.simulator.url}/social/v1/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `noise ${i}` }) });
-      }
+      await stack.simulator.crowdSocialFeed(100);
       const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
       assert.equal(frozen.readbacks.at(-1)?.outcome, 'inconclusive');
       assert.equal(frozen.readbacks.at(-1)?.coverage, 'partial');

@@ -3,8 +3,9 @@
 import type { AttemptView, CarriedState, DecisionView, EffectInput, EffectStatus, OutcomeClass, ReadbackView } from './contract.js';
 import { nextStage, type EffectStage } from './stages.js';
 
-/** Carried across runs: enough for the status query and the UI; the ledger holds every one. */
-const CARRIED_READBACKS = 5;
+/** Readbacks the UI's current details show, and all a run carries to the next: the ledger holds every one. */
+const SHOWN_READBACKS = 5;
+/** Decisions carried to the next run (refused garbage can pile up; the ledger holds every one). */
 const CARRIED_DECISIONS = 20;
 
 export class EffectView {
@@ -32,7 +33,7 @@ export class EffectView {
     const { attempts, readbacks, decisions } = this.status();
     return {
       attempts,
-      readbacks: readbacks.slice(-CARRIED_READBACKS),
+      readbacks: readbacks.slice(-SHOWN_READBACKS),
       decisions: decisions.slice(-CARRIED_DECISIONS),
       automaticRetries,
       runsBefore: this.runsBefore + 1,
@@ -98,7 +99,7 @@ export class EffectView {
     }
     if (s.readbacks.length) {
       lines.push('', '| readback at | outcome | coverage | how |', '|---|---|---|---|');
-      for (const r of s.readbacks.slice(-5)) lines.push(`| ${r.at} | ${r.outcome} | ${r.coverage} | ${r.method}: ${r.reason} |`);
+      for (const r of s.readbacks.slice(-SHOWN_READBACKS)) lines.push(`| ${r.at} | ${r.outcome} | ${r.coverage} | ${r.method}: ${r.reason} |`);
     }
     if (s.decisions.length) {
       lines.push('', '| decision | by | accepted | note |', '|---|---|---|---|');

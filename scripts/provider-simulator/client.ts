@@ -9,6 +9,10 @@ export interface SimulatorProcess {
   child: ChildProcess;
   /** Every object at the keyed API (newest first). */
   objects(): Promise<Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }>>;
+  /** Every post on the key-less social feed, past what its public listing shows (the control API's view). */
+  socialPosts(): Promise<Array<{ id: string; metadata?: Record<string, string> }>>;
+  /** Others post `count` times on the social feed: older posts drop out of its newest-100 listing. */
+  crowdSocialFeed(count: number): Promise<void>;
   stats(): Promise<{ posts: Record<string, number>; objects: number; socialPosts: number; keys: number }>;
   fault(kind: FaultKind, options?: { path?: string; delayMs?: number; count?: number }): Promise<void>;
   stop(): Promise<void>;
@@ -34,6 +38,14 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
         all.push(...page.data);
         if (!page.has_more || page.data.length === 0) return all;
         after = page.data.at(-1)!.id;
+      }
+    },
+    async socialPosts() {
+      return (await json<{ data: Array<{ id: string; metadata?: Record<string, string> }> }>(fetch(`${url}/_control/social-posts`))).data;
+    },
+    async crowdSocialFeed(count) {
+      for (let i = 0; i < count; i++) {
+        await json(fetch(`${url}/social/v1/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `someone else's post ${i}` }) }));
       }
     },
     stats: () => json(fetch(`${url}/_control/stats`)),
