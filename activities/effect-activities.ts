@@ -2,15 +2,15 @@
 // is one attempt per activity execution (the workflow sets maximumAttempts: 1) because a blind retry
 // after the request may have left is exactly the double effect we exist to prevent.
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { OutcomeClass } from '../workflows/contract.js';
-import { idempotencyKeyFor } from '../workflows/idempotency-key.js';
-import type { EffectStage } from '../workflows/stages.js';
+import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
+import { idempotencyKeyFor } from '../domain/idempotency-key.js';
+import type { OutcomeClass } from '../domain/outcomes.js';
+import type { EffectStage } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { LedgerInvariantError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { recordAttempt, recordEvidence, releaseEffect } from '../ledger/progress.js';
 import { readEffect, readRelease } from '../ledger/trail.js';
-import type { ReleasedPackage, SendOutcome } from './destinations/destination.js';
 import type { Destinations } from './destinations/registry.js';
 
 export interface ActivityDeps {
@@ -44,7 +44,8 @@ function invariantFailure(error: unknown): never {
 
 function adapterFor(destinations: Destinations, name: string) {
   const adapter = destinations[name];
-  if (!adapter) throw ApplicationFailure.nonRetryable(`no adapter for destination ${name} on this worker`, 'UnknownDestination');
+  if (!adapter)
+    throw ApplicationFailure.nonRetryable(`no adapter for destination ${name} on this worker`, 'UnknownDestination');
   return adapter;
 }
 
@@ -53,15 +54,23 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
     /** prepared → released: fixes the exact package from the approved payload (revision 1). */
     async releaseEffect(effectId: string, step: string): Promise<ReleaseResult> {
       const effect = await readEffect(db, effectId);
-      if (!effect) throw ApplicationFailure.nonRetryable(`effect ${effectId} is not in the ledger; approve it first`, 'EffectNotFound');
-      const pkg = adapterFor(destinations, effect.destination).buildPackage(effectId, effect.operation, effect.payload as Record<string, unknown>);
+      if (!effect)
+        throw ApplicationFailure.nonRetryable(
+          `effect ${effectId} is not in the ledger; approve it first`,
+          'EffectNotFound',
+        );
+      const pkg = adapterFor(destinations, effect.destination).buildPackage(
+        effectId,
+        effect.operation,
+        effect.payload as Record<string, unknown>,
+      );
       const state = await releaseEffect(
         db,
         {
           effectId,
           revision: 1,
           target: pkg.target,
-          package: pkg as unknown as Record<string, unknown>,
+          package: pkg,
           bodySha256: sha256Hex(canonicalJson(pkg.body)),
           releasedBy: effect.approvedBy,
         },
@@ -76,7 +85,12 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
     },
 
     /** → attempted: the attempt row, with its effect-scoped key, is written before anything is sent. */
-    async recordAttempt(effectId: string, step: string, attemptNumber: number, releaseRevision: number): Promise<AttemptRef> {
+    async recordAttempt(
+      effectId: string,
+      step: string,
+      attemptNumber: number,
+      releaseRevision: number,
+    ): Promise<AttemptRef> {
       const idempotencyKey = idempotencyKeyFor(effectId, step);
       const { workflowExecution } = Context.current().info;
       const row = await recordAttempt(db, {
@@ -87,13 +101,24 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
         releaseRevision,
         workflowRunId: workflowExecution?.runId ?? 'outside-a-workflow',
       }).catch(invariantFailure);
-      return { effectId, step, attemptNumber, attemptId: row.attemptId, idempotencyKey, startedAt: row.startedAt.toISOString() };
+      return {
+        effectId,
+        step,
+        attemptNumber,
+        attemptId: row.attemptId,
+        idempotencyKey,
+        startedAt: row.startedAt.toISOString(),
+      };
     },
 
     /** The one call that can create the external object. Never throws for a provider outcome: it classifies. */
     async sendToDestination(attempt: AttemptRef, releaseRevision: number, timeoutMs: number): Promise<SendOutcome> {
       const found = await readRelease(db, attempt.effectId, releaseRevision);
-      if (!found) throw ApplicationFailure.nonRetryable(`release ${attempt.effectId}#${releaseRevision} not found`, 'ReleaseNotFound');
+      if (!found)
+        throw ApplicationFailure.nonRetryable(
+          `release ${attempt.effectId}#${releaseRevision} not found`,
+          'ReleaseNotFound',
+        );
       const adapter = adapterFor(destinations, found.destination);
       // The exact released package leaves, never a re-derivation of it.
       const pkg = found.release.package as ReleasedPackage;
@@ -107,7 +132,12 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
     },
 
     /** Writes the provider's answer to an attempt, the fact when it confirms, and the next stage. */
-    async recordResponse(attempt: AttemptRef, destination: string, outcome: SendOutcome, stage: EffectStage): Promise<void> {
+    async recordResponse(
+      attempt: AttemptRef,
+      destination: string,
+      outcome: SendOutcome,
+      stage: EffectStage,
+    ): Promise<void> {
       const confirmed = outcome.class === 'confirmed' ? outcome : undefined;
       await recordEvidence(
         db,
@@ -133,5 +163,3 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
     },
   };
 }
-
-

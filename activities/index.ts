@@ -1,5 +1,5 @@
 // Everything a worker registers as activities.
-import { createEffectActivities, type ActivityDeps } from './effect-activities.js';
+import { type ActivityDeps, createEffectActivities } from './effect-activities.js';
 import { createReconciliationActivities } from './reconciliation-activities.js';
 
 export type { ActivityDeps } from './effect-activities.js';

@@ -1,13 +1,13 @@
 // Activities of an effect frozen in UNKNOWN: readback (reads only, never writes to the destination),
 // human decisions, and checking a human's evidence against the destination.
 import { ApplicationFailure } from '@temporalio/activity';
+import type { Decision } from '../domain/decisions.js';
+import type { ReadbackRequest, ReadbackResult, ReleasedPackage } from '../domain/destination-contract.js';
+import { idempotencyKeyFor } from '../domain/idempotency-key.js';
+import type { EffectStage } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
-import { recordDecision, recordEvidence, type DecisionInput } from '../ledger/progress.js';
+import { type DecisionInput, recordDecision, recordEvidence } from '../ledger/progress.js';
 import { readRelease } from '../ledger/trail.js';
-import type { Decision } from '../workflows/decisions.js';
-import { idempotencyKeyFor } from '../workflows/idempotency-key.js';
-import type { EffectStage } from '../workflows/stages.js';
-import type { ReadbackRequest, ReadbackResult, ReleasedPackage } from './destinations/destination.js';
 import type { Destinations } from './destinations/registry.js';
 
 export interface ReadbackTarget {
@@ -18,14 +18,21 @@ export interface ReadbackTarget {
   since: string;
 }
 
-export type ConfirmOutcome = { accepted: true; externalId: string; externalUrl?: string } | { accepted: false; reason: string };
+export type ConfirmOutcome =
+  | { accepted: true; externalId: string; externalUrl?: string }
+  | { accepted: false; reason: string };
 
 export function createReconciliationActivities({ db, destinations }: { db: LedgerDb; destinations: Destinations }) {
   async function prepare(target: ReadbackTarget) {
     const found = await readRelease(db, target.effectId, target.releaseRevision);
-    if (!found) throw ApplicationFailure.nonRetryable(`release ${target.effectId}#${target.releaseRevision} not found`, 'ReleaseNotFound');
+    if (!found)
+      throw ApplicationFailure.nonRetryable(
+        `release ${target.effectId}#${target.releaseRevision} not found`,
+        'ReleaseNotFound',
+      );
     const adapter = destinations[found.destination];
-    if (!adapter) throw ApplicationFailure.nonRetryable(`no adapter for destination ${found.destination}`, 'UnknownDestination');
+    if (!adapter)
+      throw ApplicationFailure.nonRetryable(`no adapter for destination ${found.destination}`, 'UnknownDestination');
     const request: ReadbackRequest = {
       effectId: target.effectId,
       idempotencyKey: idempotencyKeyFor(target.effectId, target.step),
@@ -55,7 +62,13 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
           detail: result.detail,
         },
         found ? 'recorded' : 'unknown',
-        found && { destination, externalId: found.externalId, externalUrl: found.externalUrl ?? null, occurredAt: found.occurredAt, confirmedBy: 'readback' },
+        found && {
+          destination,
+          externalId: found.externalId,
+          externalUrl: found.externalUrl ?? null,
+          occurredAt: found.occurredAt,
+          confirmedBy: 'readback',
+        },
       );
       return result;
     },
@@ -65,10 +78,23 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
     },
 
     /** A human says the effect happened: check the named object at the destination where possible. */
-    async confirmDelivery(target: ReadbackTarget, decision: Extract<Decision, { kind: 'confirm-delivery' }>, requestRef: string): Promise<ConfirmOutcome> {
+    async confirmDelivery(
+      target: ReadbackTarget,
+      decision: Extract<Decision, { kind: 'confirm-delivery' }>,
+      requestRef: string,
+    ): Promise<ConfirmOutcome> {
       const { adapter, request, destination } = await prepare(target);
-      const base: DecisionInput = { requestRef, effectId: target.effectId, kind: 'confirm-delivery', actor: decision.actor, reason: decision.reason, payload: decision, accepted: false };
-      let externalId = decision.externalId ?? decision.externalUrl!;
+      const base: DecisionInput = {
+        requestRef,
+        effectId: target.effectId,
+        kind: 'confirm-delivery',
+        actor: decision.actor,
+        reason: decision.reason,
+        payload: decision,
+        accepted: false,
+      };
+      // parseDecision guarantees an ID or a URL.
+      let externalId = decision.externalId ?? decision.externalUrl ?? '';
       let externalUrl = decision.externalUrl;
       let occurredAt = new Date().toISOString();
       let checked = 'not checkable: only a URL was given';
@@ -88,7 +114,15 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
       }
       await recordEvidence(
         db,
-        { effectId: target.effectId, attemptId: null, kind: 'human', outcome: 'found', externalId, externalUrl: externalUrl ?? null, detail: { actor: decision.actor, reason: decision.reason, checked } },
+        {
+          effectId: target.effectId,
+          attemptId: null,
+          kind: 'human',
+          outcome: 'found',
+          externalId,
+          externalUrl: externalUrl ?? null,
+          detail: { actor: decision.actor, reason: decision.reason, checked },
+        },
         'recorded',
         { destination, externalId, externalUrl: externalUrl ?? null, occurredAt, confirmedBy: 'human' },
       );
@@ -97,5 +131,3 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
     },
   };
 }
-
-export type ReconciliationActivities = ReturnType<typeof createReconciliationActivities>;

@@ -5,6 +5,13 @@ import * as schema from './schema.js';
 
 export type LedgerDb = PostgresJsDatabase<typeof schema>;
 
+/** The ledger database every process opens unless DATABASE_URL names another. */
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/effect_ledger';
+
+export function databaseUrl(): string {
+  return process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+}
+
 export interface Ledger {
   db: LedgerDb;
   sql: postgres.Sql;

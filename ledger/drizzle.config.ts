@@ -1,9 +1,10 @@
 // drizzle-kit reads this to generate SQL migrations from ledger/schema.ts into ledger/migrations/.
 import { defineConfig } from 'drizzle-kit';
+import { databaseUrl } from './db.js';
 
 export default defineConfig({
   dialect: 'postgresql',
   schema: './ledger/schema.ts',
   out: './ledger/migrations',
-  dbCredentials: { url: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/effect_ledger' },
+  dbCredentials: { url: databaseUrl() },
 });

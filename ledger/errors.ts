@@ -27,7 +27,9 @@ export class EffectConflictError extends Error {
     readonly existingFingerprint: string,
     readonly requestedFingerprint: string,
   ) {
-    super(`effect ${effectId} was approved with other parameters (fingerprint ${existingFingerprint.slice(0, 12)}…, this request ${requestedFingerprint.slice(0, 12)}…); approve a new effect ID instead`);
+    super(
+      `effect ${effectId} was approved with other parameters (fingerprint ${existingFingerprint.slice(0, 12)}…, this request ${requestedFingerprint.slice(0, 12)}…); approve a new effect ID instead`,
+    );
   }
 }
 

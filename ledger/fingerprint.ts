@@ -26,6 +26,12 @@ export function sha256Hex(text: string): string {
 }
 
 /** Hash of the effect-defining fields only; display fields (summary, approver) are not part of it. */
-export function effectFingerprint(fields: { destination: string; operation: string; payload: Record<string, unknown> }): string {
-  return sha256Hex(canonicalJson({ destination: fields.destination, operation: fields.operation, payload: fields.payload }));
+export function effectFingerprint(fields: {
+  destination: string;
+  operation: string;
+  payload: Record<string, unknown>;
+}): string {
+  return sha256Hex(
+    canonicalJson({ destination: fields.destination, operation: fields.operation, payload: fields.payload }),
+  );
 }

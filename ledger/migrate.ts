@@ -1,11 +1,11 @@
 // Applies the committed drizzle-kit migrations, creating the database first when it does not exist.
 // Usage: tsx ledger/migrate.ts   (DATABASE_URL selects the server and database)
-import { migrate } from 'drizzle-orm/postgres-js/migrator';
+
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
-import { databaseUrl } from '../workers/config.js';
-import { openLedger } from './db.js';
+import { databaseUrl, openLedger } from './db.js';
 
 const migrationsFolder = resolve(dirname(fileURLToPath(import.meta.url)), 'migrations');
 

@@ -1,7 +1,10 @@
 // The effect workflow's writes, one function per step, each safe to repeat: a retried activity must
 // find its own earlier row, never add a second one or overwrite history.
 import { and, count, eq, min, notInArray, sql } from 'drizzle-orm';
-import { TERMINAL_STAGES, type EffectStage } from '../workflows/stages.js';
+import type { RecordedDecisionKind } from '../domain/decisions.js';
+import type { ReleasedPackage } from '../domain/destination-contract.js';
+import type { ConfirmationMethod, Coverage, EvidenceKind, EvidenceOutcome } from '../domain/outcomes.js';
+import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
 import { LedgerInvariantError } from './errors.js';
 import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
@@ -22,7 +25,7 @@ export interface ReleaseInput {
   effectId: string;
   revision: number;
   target: string;
-  package: Record<string, unknown>;
+  package: ReleasedPackage;
   bodySha256: string;
   releasedBy: string;
 }
@@ -37,21 +40,30 @@ export interface ReleaseState {
 /** Fixes the package allowed to leave. A second call with the same body is a no-op; another body is refused. */
 export async function releaseEffect(db: LedgerDb, input: ReleaseInput, step: string): Promise<ReleaseState> {
   return db.transaction(async (tx) => {
-    await tx.insert(releases).values(input).onConflictDoNothing({ target: [releases.effectId, releases.revision] });
+    await tx
+      .insert(releases)
+      .values(input)
+      .onConflictDoNothing({ target: [releases.effectId, releases.revision] });
     const [release] = await tx
       .select()
       .from(releases)
       .where(and(eq(releases.effectId, input.effectId), eq(releases.revision, input.revision)));
     if (!release) throw new LedgerInvariantError(`release ${input.effectId}#${input.revision} vanished`);
     if (release.bodySha256 !== input.bodySha256) {
-      throw new LedgerInvariantError(`release ${input.effectId}#${input.revision} exists with another body; an edit needs a new revision`);
+      throw new LedgerInvariantError(
+        `release ${input.effectId}#${input.revision} exists with another body; an edit needs a new revision`,
+      );
     }
     const [fact] = await tx.select().from(facts).where(eq(facts.effectId, input.effectId));
     const [made] = await tx
       .select({ n: count(), first: min(attempts.startedAt) })
       .from(attempts)
       .where(and(eq(attempts.effectId, input.effectId), eq(attempts.step, step)));
-    if (!fact) await tx.update(effects).set({ stage: 'released', stageChangedAt: sql`now()` }).where(and(eq(effects.effectId, input.effectId), eq(effects.stage, 'prepared')));
+    if (!fact)
+      await tx
+        .update(effects)
+        .set({ stage: 'released', stageChangedAt: sql`now()` })
+        .where(and(eq(effects.effectId, input.effectId), eq(effects.stage, 'prepared')));
     return { release, fact: fact ?? null, attemptsSoFar: made?.n ?? 0, firstAttemptStartedAt: made?.first ?? null };
   });
 }
@@ -66,14 +78,29 @@ export interface AttemptInput {
 }
 
 /** Intent before send: the attempt row exists before any byte leaves. */
-export async function recordAttempt(db: LedgerDb, input: AttemptInput): Promise<{ attemptId: number; startedAt: Date }> {
+export async function recordAttempt(
+  db: LedgerDb,
+  input: AttemptInput,
+): Promise<{ attemptId: number; startedAt: Date }> {
   return db.transaction(async (tx) => {
-    await tx.insert(attempts).values(input).onConflictDoNothing({ target: [attempts.effectId, attempts.step, attempts.attemptNumber] });
+    await tx
+      .insert(attempts)
+      .values(input)
+      .onConflictDoNothing({ target: [attempts.effectId, attempts.step, attempts.attemptNumber] });
     const [row] = await tx
       .select({ attemptId: attempts.attemptId, startedAt: attempts.startedAt, key: attempts.idempotencyKey })
       .from(attempts)
-      .where(and(eq(attempts.effectId, input.effectId), eq(attempts.step, input.step), eq(attempts.attemptNumber, input.attemptNumber)));
-    if (!row || row.key !== input.idempotencyKey) throw new LedgerInvariantError(`attempt ${input.effectId}/${input.step}#${input.attemptNumber} exists with another key`);
+      .where(
+        and(
+          eq(attempts.effectId, input.effectId),
+          eq(attempts.step, input.step),
+          eq(attempts.attemptNumber, input.attemptNumber),
+        ),
+      );
+    if (!row || row.key !== input.idempotencyKey)
+      throw new LedgerInvariantError(
+        `attempt ${input.effectId}/${input.step}#${input.attemptNumber} exists with another key`,
+      );
     await setStage(tx, input.effectId, 'attempted');
     return { attemptId: row.attemptId, startedAt: row.startedAt };
   });
@@ -82,12 +109,12 @@ export async function recordAttempt(db: LedgerDb, input: AttemptInput): Promise<
 export interface EvidenceInput {
   effectId: string;
   attemptId: number | null;
-  kind: 'response' | 'readback' | 'human';
-  outcome: (typeof providerEvidence.$inferInsert)['outcome'];
+  kind: EvidenceKind;
+  outcome: EvidenceOutcome;
   httpStatus?: number | null;
   externalId?: string | null;
   externalUrl?: string | null;
-  coverage?: 'complete' | 'partial' | null;
+  coverage?: Coverage | null;
   detail: unknown;
 }
 
@@ -96,7 +123,7 @@ export interface FactInput {
   externalId: string;
   externalUrl?: string | null;
   occurredAt: string;
-  confirmedBy: 'provider_response' | 'readback' | 'human';
+  confirmedBy: ConfirmationMethod;
 }
 
 /**
@@ -120,8 +147,12 @@ export async function recordEvidence(
       evidenceId = existing?.evidenceId;
     }
     if (evidenceId === undefined) {
-      const [row] = await tx.insert(providerEvidence).values({ ...evidence, detail: evidence.detail ?? {} }).returning({ evidenceId: providerEvidence.evidenceId });
-      evidenceId = row!.evidenceId;
+      const [row] = await tx
+        .insert(providerEvidence)
+        .values({ ...evidence, detail: evidence.detail ?? {} })
+        .returning({ evidenceId: providerEvidence.evidenceId });
+      if (!row) throw new LedgerInvariantError(`evidence for ${evidence.effectId} was not written`);
+      evidenceId = row.evidenceId;
     }
     let factRow: FactRow | null = null;
     if (fact) {
@@ -131,7 +162,9 @@ export async function recordEvidence(
         .onConflictDoNothing({ target: facts.effectId });
       const [row] = await tx.select().from(facts).where(eq(facts.effectId, evidence.effectId));
       if (!row || row.externalId !== fact.externalId) {
-        throw new LedgerInvariantError(`effect ${evidence.effectId} already has fact ${row?.externalId}; refusing ${fact.externalId}`);
+        throw new LedgerInvariantError(
+          `effect ${evidence.effectId} already has fact ${row?.externalId}; refusing ${fact.externalId}`,
+        );
       }
       factRow = row;
     }
@@ -140,14 +173,10 @@ export async function recordEvidence(
   });
 }
 
-export async function moveStage(db: LedgerDb, effectId: string, stage: EffectStage): Promise<void> {
-  await setStage(db, effectId, stage);
-}
-
 export interface DecisionInput {
   requestRef: string;
   effectId: string;
-  kind: 'approve-retry' | 'confirm-delivery' | 'abandon' | 'unrecognised';
+  kind: RecordedDecisionKind;
   actor: string;
   reason: string;
   payload: unknown;
@@ -160,7 +189,11 @@ export async function recordDecision(db: LedgerDb, decision: DecisionInput, stag
   await db.transaction(async (tx) => {
     await tx
       .insert(decisions)
-      .values({ ...decision, payload: { value: decision.payload ?? null }, rejectionReason: decision.rejectionReason ?? null })
+      .values({
+        ...decision,
+        payload: { value: decision.payload ?? null },
+        rejectionReason: decision.rejectionReason ?? null,
+      })
       .onConflictDoNothing({ target: decisions.requestRef });
     if (stage) await setStage(tx, decision.effectId, stage);
   });

@@ -8,8 +8,15 @@ import { effects } from './schema.js';
 export type EffectRow = typeof effects.$inferSelect;
 export type EffectRegistration = Omit<typeof effects.$inferInsert, 'stage' | 'approvedAt' | 'stageChangedAt'>;
 
-export async function registerEffect(db: LedgerDb, registration: EffectRegistration): Promise<{ created: boolean; effect: EffectRow }> {
-  const [inserted] = await db.insert(effects).values(registration).onConflictDoNothing({ target: effects.effectId }).returning();
+export async function registerEffect(
+  db: LedgerDb,
+  registration: EffectRegistration,
+): Promise<{ created: boolean; effect: EffectRow }> {
+  const [inserted] = await db
+    .insert(effects)
+    .values(registration)
+    .onConflictDoNothing({ target: effects.effectId })
+    .returning();
   if (inserted) return { created: true, effect: inserted };
   const [existing] = await db.select().from(effects).where(eq(effects.effectId, registration.effectId));
   if (!existing) throw new Error(`effect ${registration.effectId} conflicted on insert but cannot be read`);

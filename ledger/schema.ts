@@ -1,11 +1,11 @@
-// The ledger: DESIGN.md's six records, one table each. Reading this file should explain the protocol.
+// The ledger: the domain's six records (README, "The ledger"), one table each. Reading this file should explain the protocol.
 // Invariants live here, not in "check then insert" code: primary keys, UNIQUEs, CHECKs, foreign keys,
 // and (in the custom migration 0001) triggers that make releases, attempts, evidence, facts and
 // decisions append-only and freeze an effect's identity.
 import { sql } from 'drizzle-orm';
 import {
-  bigserial,
   bigint,
+  bigserial,
   boolean,
   check,
   index,
@@ -16,10 +16,18 @@ import {
   timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
-import { EFFECT_STAGES } from '../workflows/stages.js';
+import { RECORDED_DECISION_KINDS } from '../domain/decisions.js';
+import { DEDUPE_MECHANISMS } from '../domain/destination-contract.js';
+import { EFFECT_ID_SOURCE } from '../domain/effect-id.js';
+import { STEP_SOURCE } from '../domain/idempotency-key.js';
+import { CONFIRMATION_METHODS, COVERAGES, EVIDENCE_KINDS, EVIDENCE_OUTCOMES } from '../domain/outcomes.js';
+import { EFFECT_STAGES } from '../domain/stages.js';
 
-
-const stageList = sql.raw(EFFECT_STAGES.map((s) => `'${s}'`).join(', '));
+// The CHECKs below are built from the domain's word lists and patterns, so a new stage or decision kind
+// is one edit there (then `npm run db:generate` writes the migration that widens the CHECK).
+const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
+const oneOf = (words: readonly string[]) => sql.raw(words.map(literal).join(', '));
+const pattern = (source: string) => sql.raw(literal(source));
 
 /** One approved, externally observable change. Its ID is issued at approval and never reused. */
 export const effects = pgTable(
@@ -44,10 +52,10 @@ export const effects = pgTable(
     stageChangedAt: timestamp('stage_changed_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    check('effect_id_format', sql`${t.effectId} ~ '^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$'`),
+    check('effect_id_format', sql`${t.effectId} ~ ${pattern(EFFECT_ID_SOURCE)}`),
     check('fingerprint_is_sha256', sql`${t.fingerprint} ~ '^[0-9a-f]{64}$'`),
-    check('stage_known', sql`${t.stage} IN (${stageList})`),
-    check('mechanism_known', sql`${t.mechanism} IN ('idempotency_key', 'transactional', 'natural_key', 'none')`),
+    check('stage_known', sql`${t.stage} IN (${oneOf(EFFECT_STAGES)})`),
+    check('mechanism_known', sql`${t.mechanism} IN (${oneOf(DEDUPE_MECHANISMS)})`),
     check('approved_by_present', sql`length(${t.approvedBy}) BETWEEN 1 AND 200`),
     check('authorization_ref_present', sql`length(${t.authorizationRef}) BETWEEN 1 AND 200`),
     check('summary_length', sql`length(${t.summary}) BETWEEN 1 AND 300`),
@@ -99,16 +107,13 @@ export const attempts = pgTable(
   (t) => [
     uniqueIndex('attempts_effect_step_number_uq').on(t.effectId, t.step, t.attemptNumber),
     check('attempt_number_positive', sql`${t.attemptNumber} >= 1`),
-    check('step_format', sql`${t.step} ~ '^[a-z][a-z0-9_-]{0,31}$'`),
+    check('step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
     check(
       'key_is_effect_scoped',
       sql`${t.idempotencyKey} = ${t.effectId} OR ${t.idempotencyKey} = ${t.effectId} || ':' || ${t.step}`,
     ),
   ],
 );
-
-export const EVIDENCE_KINDS = ['response', 'readback', 'human'] as const;
-export const OUTCOME_CLASSES = ['not_sent', 'confirmed', 'rejected', 'unknown', 'found', 'absent', 'inconclusive'] as const;
 
 /** What the destination said (a response to an attempt) or showed (a readback). Append-only. */
 export const providerEvidence = pgTable(
@@ -130,22 +135,15 @@ export const providerEvidence = pgTable(
     recordedAt: timestamp('recorded_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    check('evidence_kind_known', sql`${t.kind} IN ('response', 'readback', 'human')`),
-    check(
-      'evidence_outcome_known',
-      sql`${t.outcome} IN ('not_sent', 'confirmed', 'rejected', 'unknown', 'found', 'absent', 'inconclusive')`,
-    ),
-    check('coverage_known', sql`${t.coverage} IS NULL OR ${t.coverage} IN ('complete', 'partial')`),
+    check('evidence_kind_known', sql`${t.kind} IN (${oneOf(EVIDENCE_KINDS)})`),
+    check('evidence_outcome_known', sql`${t.outcome} IN (${oneOf(EVIDENCE_OUTCOMES)})`),
+    check('coverage_known', sql`${t.coverage} IS NULL OR ${t.coverage} IN (${oneOf(COVERAGES)})`),
     check('response_has_attempt', sql`${t.kind} <> 'response' OR ${t.attemptId} IS NOT NULL`),
     // One answer per attempt: a replayed activity cannot record a second, different response.
-    uniqueIndex('evidence_one_response_per_attempt_uq')
-      .on(t.attemptId)
-      .where(sql`${t.kind} = 'response'`),
+    uniqueIndex('evidence_one_response_per_attempt_uq').on(t.attemptId).where(sql`${t.kind} = 'response'`),
     index('evidence_effect_idx').on(t.effectId),
   ],
 );
-
-export const CONFIRMATION_METHODS = ['provider_response', 'readback', 'human'] as const;
 
 /** The canonical result. At most one per effect, written only after confirmation. Immutable. */
 export const facts = pgTable(
@@ -167,7 +165,7 @@ export const facts = pgTable(
   (t) => [
     // One external object is the result of at most one effect: a shared key would show up here.
     uniqueIndex('facts_destination_external_id_uq').on(t.destination, t.externalId),
-    check('confirmed_by_known', sql`${t.confirmedBy} IN ('provider_response', 'readback', 'human')`),
+    check('confirmed_by_known', sql`${t.confirmedBy} IN (${oneOf(CONFIRMATION_METHODS)})`),
     // Up to 2000: a human may confirm with only a URL, which then names the object.
     check('external_id_length', sql`length(${t.externalId}) BETWEEN 1 AND 2000`),
   ],
@@ -193,7 +191,7 @@ export const decisions = pgTable(
   },
   (t) => [
     uniqueIndex('decisions_request_ref_uq').on(t.requestRef),
-    check('decision_kind_known', sql`${t.kind} IN ('approve-retry', 'confirm-delivery', 'abandon', 'unrecognised')`),
+    check('decision_kind_known', sql`${t.kind} IN (${oneOf(RECORDED_DECISION_KINDS)})`),
     check('rejected_decision_says_why', sql`${t.accepted} OR ${t.rejectionReason} IS NOT NULL`),
     check('accepted_decision_has_actor', sql`NOT ${t.accepted} OR length(${t.actor}) BETWEEN 1 AND 200`),
     index('decisions_effect_idx').on(t.effectId),

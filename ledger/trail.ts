@@ -1,7 +1,7 @@
 // Reads that answer an operator's questions: how many attempts, which approval, was the provider
 // contacted, which external object is the result, on what evidence.
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
-import type { EffectStage } from '../workflows/stages.js';
+import type { EffectStage } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
 import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
 
@@ -20,11 +20,22 @@ export async function readTrail(db: LedgerDb, effectId: string): Promise<EffectT
   const [releaseRows, attemptRows, evidenceRows, factRows, decisionRows] = await Promise.all([
     db.select().from(releases).where(eq(releases.effectId, effectId)).orderBy(asc(releases.revision)),
     db.select().from(attempts).where(eq(attempts.effectId, effectId)).orderBy(asc(attempts.attemptId)),
-    db.select().from(providerEvidence).where(eq(providerEvidence.effectId, effectId)).orderBy(asc(providerEvidence.evidenceId)),
+    db
+      .select()
+      .from(providerEvidence)
+      .where(eq(providerEvidence.effectId, effectId))
+      .orderBy(asc(providerEvidence.evidenceId)),
     db.select().from(facts).where(eq(facts.effectId, effectId)),
     db.select().from(decisions).where(eq(decisions.effectId, effectId)).orderBy(asc(decisions.decisionId)),
   ]);
-  return { effect, releases: releaseRows, attempts: attemptRows, evidence: evidenceRows, fact: factRows[0] ?? null, decisions: decisionRows };
+  return {
+    effect,
+    releases: releaseRows,
+    attempts: attemptRows,
+    evidence: evidenceRows,
+    fact: factRows[0] ?? null,
+    decisions: decisionRows,
+  };
 }
 
 export interface EffectListing {
@@ -50,8 +61,12 @@ export async function listEffectsByStage(db: LedgerDb, stage: EffectStage, limit
       summary: effects.summary,
       stageChangedAt: effects.stageChangedAt,
       // Correlated on the outer row: qualified by hand, since drizzle would render a bare "effect_id".
-      lastAttemptAt: sql<string | null>`(SELECT max(a.started_at) FROM ${attempts} a WHERE a.effect_id = "effects"."effect_id")`,
-      lastReason: sql<string | null>`(SELECT e.detail->>'reason' FROM ${providerEvidence} e WHERE e.effect_id = "effects"."effect_id" ORDER BY e.evidence_id DESC LIMIT 1)`,
+      lastAttemptAt: sql<
+        string | null
+      >`(SELECT max(a.started_at) FROM ${attempts} a WHERE a.effect_id = "effects"."effect_id")`,
+      lastReason: sql<
+        string | null
+      >`(SELECT e.detail->>'reason' FROM ${providerEvidence} e WHERE e.effect_id = "effects"."effect_id" ORDER BY e.evidence_id DESC LIMIT 1)`,
     })
     .from(effects)
     .where(eq(effects.stage, stage))

@@ -2,17 +2,17 @@
 // Prints SQL statements per effect (approval side and worker side), approve→recorded latency, and
 // history events per effect. Numbers, not assertions: `npm run bench -- --effects 50`.
 import { randomBytes } from 'node:crypto';
-import { Command } from 'commander';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Command } from 'commander';
 import postgres from 'postgres';
 import { createDestinations } from '../activities/destinations/registry.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { startDevServer } from '../harness/dev-server.js';
+import { spawnSimulator } from '../harness/simulator/spawn.js';
 import { openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { createEffectWorker } from '../workers/effect-worker.js';
-import { EffectLedgerClient } from '../workflows/client.js';
-import { startDevServer } from './dev-server.js';
-import { spawnSimulator } from './provider-simulator/spawn.js';
 
 const { effects: count } = new Command('bench')
   .option('--effects <n>', 'how many effects', (v) => Number.parseInt(v, 10), 20)
@@ -26,7 +26,11 @@ const url = new URL(adminUrl);
 url.pathname = `/${dbName}`;
 
 const config = loadTemporalConfig();
-const [env, simulator] = await Promise.all([startDevServer({ config }), spawnSimulator(), migrateLedger(url.toString())]);
+const [env, simulator] = await Promise.all([
+  startDevServer({ config }),
+  spawnSimulator(),
+  migrateLedger(url.toString()),
+]);
 const statements = { approval: 0, worker: 0 };
 const clientLedger = openLedger(url.toString(), { onStatement: () => statements.approval++ });
 const workerLedger = openLedger(url.toString(), { onStatement: () => statements.worker++ });
@@ -46,7 +50,14 @@ await worker.runUntil(async () => {
   for (let i = 0; i < count; i++) {
     const effectId = `bench:${i}`;
     const started = performance.now();
-    await effects.approve({ effectId, destination: 'keyed-api', operation: 'task.create', payload: { title: 'Prepare preview', request: `request-${i}` }, approvedBy: 'bench', authorizationRef: 'BENCH' });
+    await effects.approve({
+      effectId,
+      destination: 'keyed-api',
+      operation: 'task.create',
+      payload: { title: 'Prepare preview', request: `request-${i}` },
+      approvedBy: 'bench',
+      authorizationRef: 'BENCH',
+    });
     await effects.result(effectId);
     latencies.push(performance.now() - started);
     events += (await env.client.workflow.getHandle(effectId).fetchHistory()).events?.length ?? 0;
@@ -54,14 +65,15 @@ await worker.runUntil(async () => {
 });
 
 latencies.sort((a, b) => a - b);
-const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!.toFixed(0);
+const pct = (p: number) =>
+  (latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN).toFixed(0);
 process.stdout.write(
-  [
+  `${[
     `effects: ${count}`,
     `SQL statements per effect: approval ${(statements.approval / count).toFixed(1)}, worker ${(statements.worker / count).toFixed(1)}, total ${((statements.approval + statements.worker) / count).toFixed(1)}`,
     `approve → recorded latency ms: p50 ${pct(50)}, p90 ${pct(90)}, max ${pct(100)}`,
     `history events per effect: ${(events / count).toFixed(1)}`,
-  ].join('\n') + '\n',
+  ].join('\n')}\n`,
 );
 
 await Promise.allSettled([clientLedger.close(), workerLedger.close(), simulator.stop(), env.teardown()]);

@@ -1,4 +1,4 @@
-// Regenerates the replay set: every path in scripts/history-scenarios.ts, run on a fresh throwaway stack
+// Regenerates the replay set: every path in harness/histories/history-scenarios.ts, run on a fresh throwaway stack
 // (dev server, database, simulator) and written as test/histories/v<EFFECT_WORKFLOW_VERSION>.<path>.json.
 //   npm run capture-histories                        every path, into test/histories
 //   npm run capture-histories -- --only conflict     some paths
@@ -9,12 +9,20 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Command } from 'commander';
+import {
+  captureHistory,
+  eventTypes,
+  HISTORIES_DIR,
+  historyFileName,
+  pathOf,
+  previousRunIdOf,
+  readHistoryFile,
+} from '../harness/histories/history-file.js';
+import { HISTORY_PATHS } from '../harness/histories/history-paths.js';
+import { HISTORY_SCENARIOS, type HistoryScenario } from '../harness/histories/history-scenarios.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
 import { effectStageKey } from '../workflows/search-attributes.js';
 import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
-import { captureHistory, eventTypes, historyFileName, HISTORIES_DIR, pathOf, previousRunIdOf, readHistoryFile } from './history-file.js';
-import { HISTORY_PATHS } from './history-paths.js';
-import { HISTORY_SCENARIOS, type HistoryScenario } from './history-scenarios.js';
-import { startStack, type Stack } from './local-stack.js';
 
 // Short provider timeouts keep the run quick; readback on a schedule is off (an hour) so no timer can
 // fire between the steps a scenario takes, and every capture takes the same path.
@@ -46,15 +54,22 @@ async function assertWhereExpected(stack: Stack, scenario: HistoryScenario): Pro
     // No worker polls now (a query would wait for one): the search attribute says the stage.
     const stage = typedSearchAttributes.get(effectStageKey);
     if (status.name !== 'RUNNING' || stage !== scenario.expect.stage) {
-      throw new Error(`${scenario.path}: expected a running workflow in ${scenario.expect.stage}, found ${status.name} in ${stage}`);
+      throw new Error(
+        `${scenario.path}: expected a running workflow in ${scenario.expect.stage}, found ${status.name} in ${stage}`,
+      );
     }
     return;
   }
   const result = await stack.effects.result(scenario.effectId);
-  if (result.stage !== scenario.expect.stage) throw new Error(`${scenario.path}: expected stage ${scenario.expect.stage}, found ${result.stage}`);
+  if (result.stage !== scenario.expect.stage)
+    throw new Error(`${scenario.path}: expected stage ${scenario.expect.stage}, found ${result.stage}`);
 }
 
-const stack = await startStack({ purpose: 'capture', callTimeoutMs: CALL_TIMEOUT_MS, readbackIntervalMs: READBACK_INTERVAL_MS });
+const stack = await startStack({
+  purpose: 'capture',
+  callTimeoutMs: CALL_TIMEOUT_MS,
+  readbackIntervalMs: READBACK_INTERVAL_MS,
+});
 const differences: string[] = [];
 try {
   process.stdout.write(`Capturing the histories of effect workflow v${EFFECT_WORKFLOW_VERSION} into ${outDir}\n`);
@@ -80,7 +95,11 @@ try {
   if (options.check) rmSync(outDir, { recursive: true, force: true });
 }
 if (options.check) {
-  process.stdout.write(differences.length ? `Differences:\n${differences.map((d) => `  ${d}`).join('\n')}\n` : 'Every history took the path the stored one records.\n');
+  process.stdout.write(
+    differences.length
+      ? `Differences:\n${differences.map((d) => `  ${d}`).join('\n')}\n`
+      : 'Every history took the path the stored one records.\n',
+  );
   process.exit(differences.length ? 1 : 0);
 }
 
@@ -88,7 +107,9 @@ if (options.check) {
 function report(out: string): string[] {
   const file = basename(out);
   const history = readHistoryFile(out);
-  process.stdout.write(`    ${file}: ${eventTypes(history).length} events, ${(statSync(out).size / 1024).toFixed(1)} KiB\n`);
+  process.stdout.write(
+    `    ${file}: ${eventTypes(history).length} events, ${(statSync(out).size / 1024).toFixed(1)} KiB\n`,
+  );
   if (!options.check) return [];
   const stored = join(options.out, file);
   if (!existsSync(stored)) return [`${file}: no stored history to compare with`];
@@ -97,5 +118,7 @@ function report(out: string): string[] {
   const at = now.findIndex((step, i) => step !== before[i]);
   if (at === -1 && now.length === before.length) return [];
   const i = at === -1 ? Math.min(now.length, before.length) : at;
-  return [`${file}: step ${i + 1} is "${now[i] ?? '(none)'}" now, "${before[i] ?? '(none)'}" stored (${now.length} vs ${before.length} steps)`];
+  return [
+    `${file}: step ${i + 1} is "${now[i] ?? '(none)'}" now, "${before[i] ?? '(none)'}" stored (${now.length} vs ${before.length} steps)`,
+  ];
 }

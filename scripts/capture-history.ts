@@ -6,11 +6,17 @@
 // the same JSON.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, Connection, WorkflowNotFoundError, type ConnectionOptions } from '@temporalio/client';
+import { Client, Connection, type ConnectionOptions, WorkflowNotFoundError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
+import {
+  captureHistory,
+  eventTypes,
+  HISTORIES_DIR,
+  historyFileName,
+  readHistoryFile,
+} from '../harness/histories/history-file.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
-import { captureHistory, eventTypes, historyFileName, HISTORIES_DIR, readHistoryFile } from './history-file.js';
 
 interface Options {
   address: string;
@@ -31,7 +37,10 @@ function positiveInt(value: string): number {
 }
 
 function connectionOptions(o: Options): ConnectionOptions {
-  const mtls = o.tlsCertPath && o.tlsKeyPath ? { clientCertPair: { crt: readFileSync(o.tlsCertPath), key: readFileSync(o.tlsKeyPath) } } : undefined;
+  const mtls =
+    o.tlsCertPath && o.tlsKeyPath
+      ? { clientCertPair: { crt: readFileSync(o.tlsCertPath), key: readFileSync(o.tlsKeyPath) } }
+      : undefined;
   const tls = mtls ?? (o.tls || o.apiKey ? true : undefined);
   return { address: o.address, ...(tls ? { tls } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) };
 }
@@ -42,11 +51,20 @@ const program = new Command('capture-history')
   .argument('<effectId>')
   .option('--address <host:port>', 'Temporal frontend (env TEMPORAL_ADDRESS, else temporal.yaml)', config.address)
   .option('--namespace <ns>', 'namespace (env TEMPORAL_NAMESPACE, else temporal.yaml)', config.namespace)
-  .option('--api-key <key>', 'API key (Temporal Cloud); implies TLS (env TEMPORAL_API_KEY)', process.env.TEMPORAL_API_KEY)
+  .option(
+    '--api-key <key>',
+    'API key (Temporal Cloud); implies TLS (env TEMPORAL_API_KEY)',
+    process.env.TEMPORAL_API_KEY,
+  )
   .option('--tls', 'connect with TLS (server certificate checked against the system roots)')
   .option('--tls-cert-path <file>', 'client certificate for mTLS')
   .option('--tls-key-path <file>', 'client key for mTLS')
-  .option('--workflow-version <n>', 'the effect workflow version that ran it (the file name says so)', positiveInt, EFFECT_WORKFLOW_VERSION)
+  .option(
+    '--workflow-version <n>',
+    'the effect workflow version that ran it (the file name says so)',
+    positiveInt,
+    EFFECT_WORKFLOW_VERSION,
+  )
   .option('--name <name>', 'the file name part after the version (default prod-<effectId>)')
   .option('--out <file>', 'write here instead of test/histories/v<version>.<name>.json')
   .action(async (effectId: string, o: Options) => {
@@ -57,7 +75,9 @@ const program = new Command('capture-history')
         await captureHistory(new Client({ connection, namespace: o.namespace }), effectId, out);
       } catch (error) {
         if (!(error instanceof WorkflowNotFoundError)) throw error;
-        process.stderr.write(`no workflow history for effect ${effectId} in namespace ${o.namespace} at ${o.address}\n`);
+        process.stderr.write(
+          `no workflow history for effect ${effectId} in namespace ${o.namespace} at ${o.address}\n`,
+        );
         process.exitCode = 4;
         return;
       }

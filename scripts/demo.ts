@@ -1,40 +1,84 @@
 // The demo: real effects through the real stack, then the Web UI left up to look at.
 //   npm run demo              (Ctrl-C stops everything)
 //   npm run demo -- --exit    (stop after printing the trails)
-import { Command } from 'commander';
+
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Command } from 'commander';
 import { createDestinations } from '../activities/destinations/registry.js';
-import { openLedger } from '../ledger/db.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { startConfiguredDevServer } from '../harness/dev-server.js';
+import { spawnSimulator } from '../harness/simulator/spawn.js';
+import { databaseUrl, openLedger } from '../ledger/db.js';
 import { EffectConflictError } from '../ledger/errors.js';
 import { migrateLedger } from '../ledger/migrate.js';
-import { formatTrail } from '../ledger/trail-format.js';
 import { readTrail } from '../ledger/trail.js';
-import { databaseUrl, loadTemporalConfig } from '../workers/config.js';
+import { formatTrail } from '../ledger/trail-format.js';
+import { loadTemporalConfig } from '../workers/config.js';
 import { createEffectWorker } from '../workers/effect-worker.js';
-import { EffectLedgerClient } from '../workflows/client.js';
 import { statusQuery } from '../workflows/contract.js';
-import { startConfiguredDevServer } from './dev-server.js';
-import { spawnSimulator } from './provider-simulator/spawn.js';
 
 const options = new Command('demo')
   .option('--exit', 'stop after printing the trails')
-  .option('--tag <tag>', 'prefix of this run\'s effect IDs (default: the time), so each run approves new effects')
+  .option('--tag <tag>', "prefix of this run's effect IDs (default: the time), so each run approves new effects")
   .parse()
   .opts<{ exit?: boolean; tag?: string }>();
 const tag = options.tag ?? `demo-${new Date().toISOString().replace(/[-:]/g, '').slice(0, 15)}`;
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
 const approvals = [
-  { note: 'a task for request-17', effectId: 'task:request-17', destination: 'keyed-api', operation: 'task.create', payload: { title: 'Prepare preview', request: 'request-17' } },
-  { note: 'the same delivery again (absorbed)', effectId: 'task:request-17', destination: 'keyed-api', operation: 'task.create', payload: { title: 'Prepare preview', request: 'request-17' } },
-  { note: 'its look-alike for request-18 (not lost)', effectId: 'task:request-18', destination: 'keyed-api', operation: 'task.create', payload: { title: 'Prepare preview', request: 'request-18' } },
-  { note: 'a refund', effectId: 'refund:A-1', destination: 'keyed-api', operation: 'refund.create', payload: { charge: 'ch_A1', amount: 4000, currency: 'EUR' } },
-  { note: 'the same refund ID with another amount (conflict)', effectId: 'refund:A-1', destination: 'keyed-api', operation: 'refund.create', payload: { charge: 'ch_A1', amount: 4500, currency: 'EUR' } },
-  { note: 'a refund the provider refuses', effectId: 'refund:A-2', destination: 'keyed-api', operation: 'refund.create', payload: { charge: 'ch_A2', amount: -5, currency: 'EUR' } },
-].map((a) => ({ ...a, effectId: `${tag}.${a.effectId}`, approvedBy: 'demo@effect-ledger.local', authorizationRef: 'DEMO-APPROVAL-1' }));
+  {
+    note: 'a task for request-17',
+    effectId: 'task:request-17',
+    destination: 'keyed-api',
+    operation: 'task.create',
+    payload: { title: 'Prepare preview', request: 'request-17' },
+  },
+  {
+    note: 'the same delivery again (absorbed)',
+    effectId: 'task:request-17',
+    destination: 'keyed-api',
+    operation: 'task.create',
+    payload: { title: 'Prepare preview', request: 'request-17' },
+  },
+  {
+    note: 'its look-alike for request-18 (not lost)',
+    effectId: 'task:request-18',
+    destination: 'keyed-api',
+    operation: 'task.create',
+    payload: { title: 'Prepare preview', request: 'request-18' },
+  },
+  {
+    note: 'a refund',
+    effectId: 'refund:A-1',
+    destination: 'keyed-api',
+    operation: 'refund.create',
+    payload: { charge: 'ch_A1', amount: 4000, currency: 'EUR' },
+  },
+  {
+    note: 'the same refund ID with another amount (conflict)',
+    effectId: 'refund:A-1',
+    destination: 'keyed-api',
+    operation: 'refund.create',
+    payload: { charge: 'ch_A1', amount: 4500, currency: 'EUR' },
+  },
+  {
+    note: 'a refund the provider refuses',
+    effectId: 'refund:A-2',
+    destination: 'keyed-api',
+    operation: 'refund.create',
+    payload: { charge: 'ch_A2', amount: -5, currency: 'EUR' },
+  },
+].map((a) => ({
+  ...a,
+  effectId: `${tag}.${a.effectId}`,
+  approvedBy: 'demo@effect-ledger.local',
+  authorizationRef: 'DEMO-APPROVAL-1',
+}));
 
 const config = loadTemporalConfig();
-process.stdout.write(`Starting the Temporal dev server on ${config.devServer.ip}:${config.devServer.port} (UI :${config.devServer.uiPort})...\n`);
+process.stdout.write(
+  `Starting the Temporal dev server on ${config.devServer.ip}:${config.devServer.port} (UI :${config.devServer.uiPort})...\n`,
+);
 const [env, simulator] = await Promise.all([startConfiguredDevServer(config), spawnSimulator(), migrateLedger()]);
 const ledger = openLedger(databaseUrl());
 const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue: config.taskQueue });
@@ -52,7 +96,10 @@ process.stdout.write(`Provider simulator at ${simulator.url}\n\n`);
 for (const { note, ...request } of approvals) {
   try {
     const approval = await effects.approve(request);
-    const result = approval.created || !['recorded', 'rejected', 'abandoned'].includes(approval.stage) ? await effects.result(request.effectId) : approval;
+    const result =
+      approval.created || !['recorded', 'rejected', 'abandoned'].includes(approval.stage)
+        ? await effects.result(request.effectId)
+        : approval;
     process.stdout.write(`✔ ${note}: ${approval.created ? 'approved' : 'already approved'} → ${result.stage}\n`);
   } catch (error) {
     const label = error instanceof EffectConflictError ? 'refused (conflict)' : 'failed';
@@ -63,13 +110,30 @@ for (const { note, ...request } of approvals) {
 // One effect left for you: the key-less provider drops the connection before committing, readback proves
 // absence, and a destination without keys never retries on its own. It waits in UNKNOWN for a decision.
 const stuckId = `${tag}.post:launch`;
-await fetch(`${simulator.url}/_control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'fail_before_commit', path: '/social/v1/posts' }) });
-await effects.approve({ effectId: stuckId, destination: 'social-feed', operation: 'post.publish', payload: { channel: 'linkedin-ru', text: 'effect-ledger is live' }, approvedBy: 'demo@effect-ledger.local', authorizationRef: 'DEMO-APPROVAL-1' });
+await fetch(`${simulator.url}/_control/faults`, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ kind: 'fail_before_commit', path: '/social/v1/posts' }),
+});
+await effects.approve({
+  effectId: stuckId,
+  destination: 'social-feed',
+  operation: 'post.publish',
+  payload: { channel: 'linkedin-ru', text: 'effect-ledger is live' },
+  approvedBy: 'demo@effect-ledger.local',
+  authorizationRef: 'DEMO-APPROVAL-1',
+});
 const handle = env.client.workflow.getHandle(stuckId);
-for (let waited = 0; waited < 60_000 && !(await handle.query(statusQuery)).awaiting?.startsWith('a human decision'); waited += 200) {
+for (
+  let waited = 0;
+  waited < 60_000 && !(await handle.query(statusQuery)).awaiting?.startsWith('a human decision');
+  waited += 200
+) {
   await new Promise((resolve) => setTimeout(resolve, 200));
 }
-process.stdout.write(`✔ a post whose request was lost on the way: ${(await handle.query(statusQuery)).stage} — awaits a human\n`);
+process.stdout.write(
+  `✔ a post whose request was lost on the way: ${(await handle.query(statusQuery)).stage} — awaits a human\n`,
+);
 
 const providerObjects = (await (await fetch(`${simulator.url}/v1/objects?limit=100`)).json()) as { data: unknown[] };
 process.stdout.write(`\nObjects at the provider: ${providerObjects.data.length}\n\nLedger trails:\n`);

@@ -8,14 +8,14 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
-import { openLedger, type Ledger } from '../ledger/db.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { validateEffectRequest } from '../client/effect-request.js';
+import { isDecisionKind } from '../domain/decisions.js';
+import { EFFECT_STAGES, type EffectStage, isEffectStage } from '../domain/stages.js';
+import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
 import { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
 import { formatTrail } from '../ledger/trail-format.js';
-import { databaseUrl, loadTemporalConfig } from '../workers/config.js';
-import { EffectLedgerClient } from '../workflows/client.js';
-import { validateEffectRequest } from '../workflows/effect-request.js';
-import { EFFECT_STAGES, isEffectStage, type EffectStage } from '../workflows/stages.js';
-import { isDecisionKind } from '../workflows/decisions.js';
+import { loadTemporalConfig } from '../workers/config.js';
 
 export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4, refused: 5 } as const;
 
@@ -66,7 +66,9 @@ async function withSession(action: (session: Session) => Promise<void>): Promise
 
 export function buildProgram(): Command {
   // exitOverride before the subcommands exist, so they inherit it and bad arguments reach our exit codes.
-  const program = new Command('effect').description('Approve and inspect business effects carried by effect-ledger.').exitOverride();
+  const program = new Command('effect')
+    .description('Approve and inspect business effects carried by effect-ledger.')
+    .exitOverride();
   program
     .command('approve')
     .description('approve an effect from a JSON request file (or - / nothing for stdin)')
@@ -78,7 +80,12 @@ export function buildProgram(): Command {
       validateEffectRequest(request);
       await withSession(async ({ effects }) => {
         const result = await effects.approve(request);
-        print(!!opts.json, result, () => `${result.created ? 'approved' : 'already approved'}: ${result.effectId} [${result.stage}]${result.fact ? ` → ${result.fact.externalId}` : ''}`);
+        print(
+          !!opts.json,
+          result,
+          () =>
+            `${result.created ? 'approved' : 'already approved'}: ${result.effectId} [${result.stage}]${result.fact ? ` → ${result.fact.externalId}` : ''}`,
+        );
       });
     });
   program
@@ -89,7 +96,11 @@ export function buildProgram(): Command {
     .action(async (effectId: string, opts: { json?: boolean }) => {
       await withSession(async ({ effects }) => {
         const report = await effects.status(effectId);
-        print(!!opts.json, report, () => formatTrail(report.trail) + (report.live?.awaiting ? `\n  awaiting: ${report.live.awaiting}` : ''));
+        print(
+          !!opts.json,
+          report,
+          () => formatTrail(report.trail) + (report.live?.awaiting ? `\n  awaiting: ${report.live.awaiting}` : ''),
+        );
       });
     });
   program
@@ -106,7 +117,10 @@ export function buildProgram(): Command {
           rows,
           () =>
             rows
-              .map((r) => `${r.effectId}\t${r.stage} since ${r.stageChangedAt.toISOString()}\tattempt started ${r.lastAttemptAt?.toISOString() ?? '-'}\t${r.destination} ${r.operation}: ${r.summary}\t${r.lastReason ?? ''}`)
+              .map(
+                (r) =>
+                  `${r.effectId}\t${r.stage} since ${r.stageChangedAt.toISOString()}\tattempt started ${r.lastAttemptAt?.toISOString() ?? '-'}\t${r.destination} ${r.operation}: ${r.summary}\t${r.lastReason ?? ''}`,
+              )
               .join('\n') || `(no effects in ${opts.stage})`,
         );
       });
@@ -121,21 +135,44 @@ export function buildProgram(): Command {
     .option('--external-id <id>', 'confirm: the object at the destination')
     .option('--external-url <url>', 'confirm: its URL')
     .option('--json', 'print JSON')
-    .action(async (effectId: string, decision: string, opts: { actor: string; reason: string; externalId?: string; externalUrl?: string; json?: boolean }) => {
-      const kind = decision === 'confirm' ? 'confirm-delivery' : decision;
-      if (!isDecisionKind(kind)) throw new InvalidArgumentError(`decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`);
-      await withSession(async ({ effects }) => {
-        const { externalId, externalUrl, actor, reason } = opts;
-        const answer = await effects.decide(effectId, kind, { actor, reason, ...(externalId ? { externalId } : {}), ...(externalUrl ? { externalUrl } : {}) });
-        print(!!opts.json, answer, () => `${answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`);
-        if (!answer.accepted) process.exitCode = EXIT.refused;
-      });
-    });
+    .action(
+      async (
+        effectId: string,
+        decision: string,
+        opts: { actor: string; reason: string; externalId?: string; externalUrl?: string; json?: boolean },
+      ) => {
+        const kind = decision === 'confirm' ? 'confirm-delivery' : decision;
+        if (!isDecisionKind(kind))
+          throw new InvalidArgumentError(
+            `decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`,
+          );
+        await withSession(async ({ effects }) => {
+          const { externalId, externalUrl, actor, reason } = opts;
+          const answer = await effects.decide(effectId, kind, {
+            actor,
+            reason,
+            ...(externalId ? { externalId } : {}),
+            ...(externalUrl ? { externalUrl } : {}),
+          });
+          print(
+            !!opts.json,
+            answer,
+            () => `${answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`,
+          );
+          if (!answer.accepted) process.exitCode = EXIT.refused;
+        });
+      },
+    );
   return program;
 }
 
 export function exitCodeFor(error: unknown): number {
-  if (error instanceof InvalidEffectRequestError || error instanceof WorkflowUpdateFailedError || error instanceof InvalidArgumentError) return EXIT.invalid;
+  if (
+    error instanceof InvalidEffectRequestError ||
+    error instanceof WorkflowUpdateFailedError ||
+    error instanceof InvalidArgumentError
+  )
+    return EXIT.invalid;
   if (error instanceof WorkflowNotFoundError) return EXIT.notFound;
   if (error instanceof EffectConflictError) return EXIT.conflict;
   if (error instanceof EffectNotFoundError) return EXIT.notFound;
@@ -154,7 +191,10 @@ try {
     const exit = exitCodeFor(error);
     const name = (error as Error).name ?? 'Error';
     process.stderr.write(`${name}: ${(error as Error).message}\n`);
-    if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify({ error: name, code: (error as { code?: unknown }).code, message: (error as Error).message })}\n`);
+    if (process.argv.includes('--json'))
+      process.stdout.write(
+        `${JSON.stringify({ error: name, code: (error as { code?: unknown }).code, message: (error as Error).message })}\n`,
+      );
     process.exitCode = exit;
   }
 }

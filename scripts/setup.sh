@@ -42,4 +42,4 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "${SKIP_CHROMIUM:-}" != 1
 fi
 
 # 4. The Temporal CLI (dev server + Web UI): TEMPORAL_CLI, PATH, bin/, else go install (cached by Go).
-step "Temporal CLI: $(npx tsx scripts/temporal-cli.ts)"
+step "Temporal CLI: $(npx tsx harness/temporal-cli.ts)"

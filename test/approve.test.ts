@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Worker } from '@temporalio/worker';
+import { runEffect } from '../harness/effect-probes.js';
+import { effectIdOf, eventTypes, readHistoryFile } from '../harness/histories/history-file.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { refundRequest, taskRequest } from '../harness/sample-requests.js';
 import { EffectConflictError } from '../ledger/errors.js';
-import { runEffect } from '../scripts/effect-probes.js';
-import { effectIdOf, eventTypes, readHistoryFile } from '../scripts/history-file.js';
-import { startStack, type Stack } from '../scripts/local-stack.js';
-import { refundRequest, taskRequest } from '../scripts/sample-requests.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { runScript } from './support/cli.js';
 
@@ -21,7 +21,11 @@ describe('approving effects', () => {
   after(() => stack?.stop());
 
   test('seed acceptance: request-17, request-17 again, request-18 → two objects, two facts', async () => {
-    const deliveries = [taskRequest('task:request-17', 'request-17'), taskRequest('task:request-17', 'request-17'), taskRequest('task:request-18', 'request-18')];
+    const deliveries = [
+      taskRequest('task:request-17', 'request-17'),
+      taskRequest('task:request-17', 'request-17'),
+      taskRequest('task:request-18', 'request-18'),
+    ];
     await stack.withWorker(async () => {
       for (const delivery of deliveries) {
         await stack.effects.approve(delivery);
@@ -97,12 +101,21 @@ describe('approving effects', () => {
     const result = await runEffect(stack, refundRequest('refund:busy', 800));
     assert.equal(result.stage, 'recorded');
     const { trail } = await stack.effects.status('refund:busy');
-    assert.deepEqual(trail.attempts.map((a) => a.idempotencyKey), ['refund:busy', 'refund:busy']);
-    assert.deepEqual(trail.evidence.map((e) => [e.outcome, e.httpStatus]), [['not_sent', 503], ['confirmed', 200]]);
+    assert.deepEqual(
+      trail.attempts.map((a) => a.idempotencyKey),
+      ['refund:busy', 'refund:busy'],
+    );
+    assert.deepEqual(
+      trail.evidence.map((e) => [e.outcome, e.httpStatus]),
+      [
+        ['not_sent', 503],
+        ['confirmed', 200],
+      ],
+    );
     assert.equal((await stack.simulator.objects()).filter((o) => o.metadata.effect_id === 'refund:busy').length, 1);
   });
 
-  test('an effect\'s history exported by effect ID from the server (as for a production history) replays against the workflow', async () => {
+  test("an effect's history exported by effect ID from the server (as for a production history) replays against the workflow", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'exported-'));
     try {
       const out = join(dir, 'v1.prod-task-request-17.json');
@@ -114,7 +127,12 @@ describe('approving effects', () => {
       assert.equal(eventTypes(history).at(-1), 'WORKFLOW_EXECUTION_COMPLETED');
       await Worker.runReplayHistory({ workflowBundle: await bundleEffectWorkflows() }, history, 'task:request-17');
 
-      const missing = await runScript(stack, 'capture-history.ts', ['task:never-approved', ...server, '--out', join(dir, 'none.json')]);
+      const missing = await runScript(stack, 'capture-history.ts', [
+        'task:never-approved',
+        ...server,
+        '--out',
+        join(dir, 'none.json'),
+      ]);
       assert.equal(missing.code, 4);
       assert.match(missing.stderr, /no workflow history for effect task:never-approved/);
     } finally {

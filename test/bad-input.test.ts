@@ -2,12 +2,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { count } from 'drizzle-orm';
+import { MAX_PAYLOAD_BYTES } from '../client/effect-request.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { refundRequest, taskRequest } from '../harness/sample-requests.js';
 import { InvalidEffectRequestError, type InvalidRequestCode } from '../ledger/errors.js';
 import { effects } from '../ledger/schema.js';
-import { MAX_PAYLOAD_BYTES } from '../workflows/effect-request.js';
 import { runCli } from './support/cli.js';
-import { refundRequest, taskRequest } from '../scripts/sample-requests.js';
-import { startStack, type Stack } from '../scripts/local-stack.js';
 
 const valid = taskRequest('task:bad-input-base', 'request-1');
 const { effectId: _omit, ...withoutId } = valid;
@@ -25,8 +25,16 @@ const cases: Array<[string, unknown, InvalidRequestCode]> = [
   ['payload is an array', { ...valid, payload: [1, 2] }, 'malformed'],
   ['payload is a string', { ...valid, payload: 'refund please' }, 'malformed'],
   ['payload is null', { ...valid, payload: null }, 'malformed'],
-  ['payload holds a non-JSON value', { ...valid, payload: { title: 'x', request: 'r', when: new Date(0) } }, 'invalid_payload'],
-  ['payload over the size limit', { ...valid, payload: { title: 'x', request: 'r', notes: 'n'.repeat(MAX_PAYLOAD_BYTES) } }, 'payload_too_large'],
+  [
+    'payload holds a non-JSON value',
+    { ...valid, payload: { title: 'x', request: 'r', when: new Date(0) } },
+    'invalid_payload',
+  ],
+  [
+    'payload over the size limit',
+    { ...valid, payload: { title: 'x', request: 'r', notes: 'n'.repeat(MAX_PAYLOAD_BYTES) } },
+    'payload_too_large',
+  ],
   ['payload missing a required field', { ...valid, payload: { title: 'Prepare preview' } }, 'invalid_payload'],
   ['payload with an unknown field', { ...valid, payload: { ...valid.payload, colour: 'red' } }, 'invalid_payload'],
   ['missing approver', withoutApprover, 'malformed'],
@@ -82,7 +90,10 @@ describe('bad input', () => {
     assert.match(conflict.stderr, /EffectConflictError/);
     const listed = await runCli(stack, ['list', '--stage', 'recorded', '--json']);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual((JSON.parse(listed.stdout) as Array<{ effectId: string }>).map((e) => e.effectId), ['refund:cli-1']);
+    assert.deepEqual(
+      (JSON.parse(listed.stdout) as Array<{ effectId: string }>).map((e) => e.effectId),
+      ['refund:cli-1'],
+    );
     const status = await runCli(stack, ['status', 'refund:cli-1']);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /attempt 1 key=refund:cli-1 .* → confirmed \(HTTP 200\)/);

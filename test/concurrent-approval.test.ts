@@ -1,13 +1,14 @@
 // Two deliveries of the same approval at the same moment → one workflow run, one provider object.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { refundRequest } from '../harness/sample-requests.js';
 import { runCli } from './support/cli.js';
-import { refundRequest } from '../scripts/sample-requests.js';
-import { startStack, type Stack } from '../scripts/local-stack.js';
 
 async function runsOf(stack: Stack, effectId: string): Promise<string[]> {
   const runs: string[] = [];
-  for await (const execution of stack.env.client.workflow.list({ query: `WorkflowId = '${effectId}'` })) runs.push(execution.runId);
+  for await (const execution of stack.env.client.workflow.list({ query: `WorkflowId = '${effectId}'` }))
+    runs.push(execution.runId);
   return runs;
 }
 
@@ -37,7 +38,10 @@ describe('concurrent approvals of one effect', () => {
   test('two separate processes', async () => {
     const request = JSON.stringify(refundRequest('refund:two-processes', 900));
     const [a, b] = await stack.withWorker(async () => {
-      const runs = await Promise.all([runCli(stack, ['approve', '--json'], request), runCli(stack, ['approve', '--json'], request)]);
+      const runs = await Promise.all([
+        runCli(stack, ['approve', '--json'], request),
+        runCli(stack, ['approve', '--json'], request),
+      ]);
       await stack.effects.result('refund:two-processes');
       return runs;
     });
@@ -46,7 +50,10 @@ describe('concurrent approvals of one effect', () => {
     const created = [a!, b!].map((r) => (JSON.parse(r.stdout) as { created: boolean }).created);
     assert.deepEqual(created.sort(), [false, true]);
     assert.equal((await runsOf(stack, 'refund:two-processes')).length, 1);
-    assert.equal((await stack.simulator.objects()).filter((o) => o.metadata.effect_id === 'refund:two-processes').length, 1);
+    assert.equal(
+      (await stack.simulator.objects()).filter((o) => o.metadata.effect_id === 'refund:two-processes').length,
+      1,
+    );
     assert.equal((await stack.effects.status('refund:two-processes')).trail.attempts.length, 1);
   });
 });

@@ -1,7 +1,7 @@
 // Decision payloads as an operator types them in the Web UI: what is accepted, and why the rest is not.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { parseDecision } from '../workflows/decisions.js';
+import { parseDecision } from '../domain/decisions.js';
 
 describe('decision payloads', () => {
   test('accepts the documented payloads, trimmed', () => {
@@ -9,10 +9,13 @@ describe('decision payloads', () => {
       ok: true,
       decision: { kind: 'approve-retry', actor: 'ops@example.com', reason: 'checked' },
     });
-    assert.deepEqual(parseDecision('confirm-delivery', { actor: 'a', reason: 'b', externalUrl: 'https://x.example/p/1' }), {
-      ok: true,
-      decision: { kind: 'confirm-delivery', actor: 'a', reason: 'b', externalUrl: 'https://x.example/p/1' },
-    });
+    assert.deepEqual(
+      parseDecision('confirm-delivery', { actor: 'a', reason: 'b', externalUrl: 'https://x.example/p/1' }),
+      {
+        ok: true,
+        decision: { kind: 'confirm-delivery', actor: 'a', reason: 'b', externalUrl: 'https://x.example/p/1' },
+      },
+    );
     assert.equal(parseDecision('abandon', { actor: 'a', reason: 'b' }).ok, true);
   });
 
@@ -27,7 +30,12 @@ describe('decision payloads', () => {
     ['a missing reason', 'abandon', { actor: 'a' }, /reason is required/],
     ['an unknown field', 'abandon', { actor: 'a', reason: 'b', force: true }, /unknown field\(s\) force/],
     ['a confirm without evidence', 'confirm-delivery', { actor: 'a', reason: 'b' }, /needs evidence/],
-    ['a confirm with a non-URL', 'confirm-delivery', { actor: 'a', reason: 'b', externalUrl: 'post 5' }, /http\(s\) URL/],
+    [
+      'a confirm with a non-URL',
+      'confirm-delivery',
+      { actor: 'a', reason: 'b', externalUrl: 'post 5' },
+      /http\(s\) URL/,
+    ],
     ['evidence on a retry', 'approve-retry', { actor: 'a', reason: 'b', externalId: 'x' }, /unknown field/],
   ];
   for (const [name, kind, payload, message] of refusals) {

@@ -4,13 +4,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import type { Page } from 'playwright-core';
+import { liveStatus, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { postRequest } from '../harness/sample-requests.js';
+import { waitFor } from '../harness/wait-for.js';
 import { decisions } from '../ledger/schema.js';
 import { artifactsDir, launchBrowser } from './support/browser.js';
-import { liveStatus, socialPostsFor, waitForStage } from '../scripts/effect-probes.js';
-import { postRequest } from '../scripts/sample-requests.js';
-import { startStack, type Stack } from '../scripts/local-stack.js';
-import { waitFor } from '../scripts/wait-for.js';
-
 
 /** The key-less provider drops the connection before committing: UNKNOWN, readback absent, a human must decide. */
 async function stuckEffect(stack: Stack, effectId: string, text: string): Promise<void> {
@@ -22,14 +21,18 @@ async function stuckEffect(stack: Stack, effectId: string, text: string): Promis
 /** Adds our search attributes as list columns (what the operator guide tells people to do once). */
 async function showEffectColumns(page: Page): Promise<void> {
   await page.getByTestId('workflows-summary-table-configuration-button').click();
-  for (const column of ['Run ID', 'Type', 'End']) await page.getByRole('button', { name: `Remove ${column} column` }).click(); // make room
-  for (const column of ['EffectStage', 'EffectSummary']) await page.getByRole('button', { name: `Add ${column} column` }).click();
+  for (const column of ['Run ID', 'Type', 'End'])
+    await page.getByRole('button', { name: `Remove ${column} column` }).click(); // make room
+  for (const column of ['EffectStage', 'EffectSummary'])
+    await page.getByRole('button', { name: `Add ${column} column` }).click();
   await page.getByRole('button', { name: 'Close' }).last().click();
   await page.getByText('Configure Workflows Table').waitFor({ state: 'hidden' });
 }
 
 async function openFromFilteredList(page: Page, stack: Stack, effectId: string, shot: string): Promise<void> {
-  await page.goto(`${stack.uiUrl}/namespaces/${stack.namespace}/workflows?query=${encodeURIComponent('EffectStage="unknown"')}`);
+  await page.goto(
+    `${stack.uiUrl}/namespaces/${stack.namespace}/workflows?query=${encodeURIComponent('EffectStage="unknown"')}`,
+  );
   const link = page.getByRole('link', { name: effectId, exact: true });
   await link.waitFor();
   if (shot === 'approve-retry') {
@@ -46,7 +49,8 @@ async function openFromFilteredList(page: Page, stack: Stack, effectId: string, 
 /** The UI renders summaries and details as markdown in iframes: wait until one shows `text`. */
 function renderedText(page: Page, text: string): Promise<true> {
   return waitFor(async () => {
-    for (const frame of page.frames()) if (frame.url().includes('/render') && (await frame.content()).includes(text)) return true as const;
+    for (const frame of page.frames())
+      if (frame.url().includes('/render') && (await frame.content()).includes(text)) return true as const;
     return undefined;
   }, `the UI to render "${text}"`);
 }
@@ -94,7 +98,12 @@ describe('operators in the Temporal Web UI (headless Chromium)', () => {
       await renderedText(page, 'UNKNOWN');
       await renderedText(page, 'Awaiting: a human decision');
       await page.screenshot({ path: `${artifactsDir}approve-retry-effect.png`, fullPage: true });
-      await sendSignal(page, 'approve-retry', '{"actor": "ops@example.com", "reason": "checked the provider dashboard"}', 'approve-retry');
+      await sendSignal(
+        page,
+        'approve-retry',
+        '{"actor": "ops@example.com", "reason": "checked the provider dashboard"}',
+        'approve-retry',
+      );
       const result = await stack.effects.result(effectId);
       assert.equal(result.stage, 'recorded');
       await page.reload();
@@ -103,10 +112,16 @@ describe('operators in the Temporal Web UI (headless Chromium)', () => {
     assert.equal((await socialPostsFor(stack, effectId)).length, 1);
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.effect.stage, 'recorded');
-    assert.deepEqual(trail.decisions.map((d) => [d.kind, d.actor, d.accepted]), [['approve-retry', 'ops@example.com', true]]);
+    assert.deepEqual(
+      trail.decisions.map((d) => [d.kind, d.actor, d.accepted]),
+      [['approve-retry', 'ops@example.com', true]],
+    );
     // The search attribute moved on too: the effect is no longer listed as unknown.
     await waitFor(async () => {
-      for await (const w of stack.env.client.workflow.list({ query: `EffectStage = "recorded" AND WorkflowId = "${effectId}"` })) return w;
+      for await (const w of stack.env.client.workflow.list({
+        query: `EffectStage = "recorded" AND WorkflowId = "${effectId}"`,
+      }))
+        return w;
       return undefined;
     }, 'EffectStage = "recorded" in visibility');
   });

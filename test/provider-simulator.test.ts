@@ -1,7 +1,7 @@
 // Black-box tests of the provider simulator: the real process, real sockets, global fetch.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
@@ -17,7 +17,7 @@ interface Simulator {
 }
 
 async function startSimulator(args: string[] = []): Promise<Simulator> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/provider-simulator.ts', '--port', '0', ...args], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'harness/simulator/main.ts', '--port', '0', ...args], {
     cwd: ROOT,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -74,7 +74,8 @@ const withKey = (k: string) => ({ 'Idempotency-Key': k });
 let sim: Simulator;
 const call = client(() => sim.url);
 const stats = async () => (await call('GET', '/_control/stats')).body;
-const fault = async (spec: object) => assert.equal((await call('POST', '/_control/faults', { body: spec })).status, 200);
+const fault = async (spec: object) =>
+  assert.equal((await call('POST', '/_control/faults', { body: spec })).status, 200);
 
 before(async () => {
   sim = await startSimulator();
@@ -111,9 +112,15 @@ describe('keyed API', () => {
 
   test('same key and same body replays the first response', async () => {
     const k = key();
-    const first = await call('POST', '/v1/objects', { body: { amount: 5, metadata: { effect_id: 'e' } }, headers: withKey(k) });
+    const first = await call('POST', '/v1/objects', {
+      body: { amount: 5, metadata: { effect_id: 'e' } },
+      headers: withKey(k),
+    });
     // Different key order, same canonical body.
-    const again = await call('POST', '/v1/objects', { body: { metadata: { effect_id: 'e' }, amount: 5 }, headers: withKey(k) });
+    const again = await call('POST', '/v1/objects', {
+      body: { metadata: { effect_id: 'e' }, amount: 5 },
+      headers: withKey(k),
+    });
     assert.equal(again.status, 200);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(again.body, first.body);
@@ -198,21 +205,36 @@ describe('keyed API', () => {
     }
     const newest = [...ids].reverse();
     const all = await call('GET', '/v1/objects');
-    assert.deepEqual(all.body.data.map((o: any) => o.id), newest);
+    assert.deepEqual(
+      all.body.data.map((o: any) => o.id),
+      newest,
+    );
     assert.equal(all.body.object, 'list');
     assert.equal(all.body.has_more, false);
 
     const p1 = await call('GET', '/v1/objects?limit=3');
-    assert.deepEqual(p1.body.data.map((o: any) => o.id), newest.slice(0, 3));
+    assert.deepEqual(
+      p1.body.data.map((o: any) => o.id),
+      newest.slice(0, 3),
+    );
     assert.equal(p1.body.has_more, true);
     const p2 = await call('GET', `/v1/objects?limit=3&starting_after=${newest[2]}`);
-    assert.deepEqual(p2.body.data.map((o: any) => o.id), newest.slice(3));
+    assert.deepEqual(
+      p2.body.data.map((o: any) => o.id),
+      newest.slice(3),
+    );
     assert.equal(p2.body.has_more, false);
 
     const a = await call('GET', '/v1/objects?metadata[effect_id]=A');
-    assert.deepEqual(a.body.data.map((o: any) => o.id), [ids[2], ids[0]]);
+    assert.deepEqual(
+      a.body.data.map((o: any) => o.id),
+      [ids[2], ids[0]],
+    );
     const an = await call('GET', `/v1/objects?${encodeURIComponent('metadata[effect_id]')}=A&metadata[n]=0`);
-    assert.deepEqual(an.body.data.map((o: any) => o.id), [ids[0]]);
+    assert.deepEqual(
+      an.body.data.map((o: any) => o.id),
+      [ids[0]],
+    );
     assert.deepEqual((await call('GET', '/v1/objects?metadata[effect_id]=Z')).body.data, []);
 
     for (const q of ['limit=0', 'limit=101', 'limit=x', 'starting_after=obj_missing']) {
@@ -266,7 +288,12 @@ describe('faults', () => {
     const k = key();
     await fault({ kind: 'fail_before_commit' });
     await assert.rejects(call('POST', '/v1/objects', { body: { amount: 2 }, headers: withKey(k) }));
-    assert.deepEqual(await stats(), { posts: { '/v1/objects': 1, '/social/v1/posts': 0 }, objects: 0, socialPosts: 0, keys: 0 });
+    assert.deepEqual(await stats(), {
+      posts: { '/v1/objects': 1, '/social/v1/posts': 0 },
+      objects: 0,
+      socialPosts: 0,
+      keys: 0,
+    });
     const retry = await call('POST', '/v1/objects', { body: { amount: 2 }, headers: withKey(k) });
     assert.equal(retry.status, 200);
     assert.equal(retry.headers.get('idempotent-replayed'), null);
@@ -376,7 +403,12 @@ describe('faults', () => {
     await call('POST', '/social/v1/posts', { body: { text: 'x' } });
     await fault({ kind: 'fail_before_commit' });
     await call('POST', '/_control/reset');
-    assert.deepEqual(await stats(), { posts: { '/v1/objects': 0, '/social/v1/posts': 0 }, objects: 0, socialPosts: 0, keys: 0 });
+    assert.deepEqual(await stats(), {
+      posts: { '/v1/objects': 0, '/social/v1/posts': 0 },
+      objects: 0,
+      socialPosts: 0,
+      keys: 0,
+    });
     assert.equal((await call('GET', '/_control/faults')).body.faults.length, 0);
   });
 });
@@ -398,7 +430,12 @@ describe('key-less API', () => {
     assert.notEqual(a.body.id, b.body.id);
     assert.equal(a.body.body_sha256, b.body.body_sha256);
     assert.deepEqual((await call('GET', `/social/v1/posts/${a.body.id}`)).body, a.body);
-    assert.deepEqual(await stats(), { posts: { '/v1/objects': 0, '/social/v1/posts': 2 }, objects: 0, socialPosts: 2, keys: 0 });
+    assert.deepEqual(await stats(), {
+      posts: { '/v1/objects': 0, '/social/v1/posts': 2 },
+      objects: 0,
+      socialPosts: 2,
+      keys: 0,
+    });
   });
 
   test('missing or non-string text is a 422 validation_error; unknown post is 404', async () => {
@@ -413,7 +450,8 @@ describe('key-less API', () => {
 
   test('listing only reaches the newest 100 posts', async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 105; i++) ids.push((await call('POST', '/social/v1/posts', { body: { text: `post ${i}` } })).body.id);
+    for (let i = 0; i < 105; i++)
+      ids.push((await call('POST', '/social/v1/posts', { body: { text: `post ${i}` } })).body.id);
 
     const first = await call('GET', '/social/v1/posts');
     assert.equal(first.body.data.length, 20);

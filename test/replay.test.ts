@@ -6,14 +6,25 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
-import { HISTORY_PATHS } from '../scripts/history-paths.js';
-import { effectIdOf, eventTypes, HISTORIES_DIR, parseHistoryFileName, pathOf, readHistoryFile, type HistoryJson } from '../scripts/history-file.js';
+import { DefaultLogger, type ReplayResult, Runtime, Worker } from '@temporalio/worker';
+import {
+  effectIdOf,
+  eventTypes,
+  HISTORIES_DIR,
+  type HistoryJson,
+  parseHistoryFileName,
+  pathOf,
+  readHistoryFile,
+} from '../harness/histories/history-file.js';
+import { HISTORY_PATHS } from '../harness/histories/history-paths.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
 
 // The altered workflows fail by design; the core's warning per failed workflow task would be noise.
-Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } } });
+Runtime.install({
+  logger: new DefaultLogger('ERROR'),
+  telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } },
+});
 
 const altered = (file: string) => fileURLToPath(new URL(`./altered-workflows/${file}`, import.meta.url));
 
@@ -23,16 +34,23 @@ interface Recorded {
   history: HistoryJson;
 }
 
-const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json')).sort();
+const files = readdirSync(HISTORIES_DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 const recorded: Recorded[] = files.map((file) => {
   const history = readHistoryFile(join(HISTORIES_DIR, file));
   return { file, effectId: effectIdOf(history), history };
 });
 
 /** Replays every history with one replay worker; results come back one per history, in order. */
-async function replayAll(workflowBundle: Awaited<ReturnType<typeof bundleEffectWorkflows>>): Promise<Map<string, ReplayResult>> {
+async function replayAll(
+  workflowBundle: Awaited<ReturnType<typeof bundleEffectWorkflows>>,
+): Promise<Map<string, ReplayResult>> {
   const results = new Map<string, ReplayResult>();
-  const replay = Worker.runReplayHistories({ workflowBundle }, recorded.map(({ effectId, history }) => ({ workflowId: effectId, history })));
+  const replay = Worker.runReplayHistories(
+    { workflowBundle },
+    recorded.map(({ effectId, history }) => ({ workflowId: effectId, history })),
+  );
   let i = 0;
   for await (const result of replay) {
     const { file, effectId } = recorded[i++]!;
@@ -46,13 +64,17 @@ async function replayAll(workflowBundle: Awaited<ReturnType<typeof bundleEffectW
 /** How long replaying the set against the current code took, without the bundle build (for the log). */
 let replayMs: number | undefined;
 
-const describeError = (r: ReplayResult | undefined) => (r?.error ? `${r.error.name}: ${r.error.message}` : 'replayed cleanly');
+const describeError = (r: ReplayResult | undefined) =>
+  r?.error ? `${r.error.name}: ${r.error.message}` : 'replayed cleanly';
 
 describe('replay of recorded histories', () => {
   test(`the set holds every path for the current workflow version (v${EFFECT_WORKFLOW_VERSION}), every file named v<version>.<name>.json`, () => {
     const misnamed = files.filter((f) => !parseHistoryFileName(f));
     assert.deepEqual(misnamed, [], 'history files must be named v<version>.<name>.json');
-    const current = files.map(parseHistoryFileName).filter((p) => p?.version === EFFECT_WORKFLOW_VERSION).map((p) => p!.name);
+    const current = files
+      .map(parseHistoryFileName)
+      .filter((p) => p?.version === EFFECT_WORKFLOW_VERSION)
+      .map((p) => p!.name);
     const missing = HISTORY_PATHS.filter((path) => !current.includes(path));
     assert.deepEqual(missing, [], `capture them with: npm run capture-histories`);
     const newer = files.filter((f) => parseHistoryFileName(f)!.version > EFFECT_WORKFLOW_VERSION);
@@ -80,14 +102,22 @@ describe('replay of recorded histories', () => {
       const results = await replayAll(await bundleEffectWorkflows({ workflowsPath: altered('extra-first-step.ts') }));
       const replayedCleanly = recorded.filter(({ file }) => !results.get(file)?.error).map(({ file }) => file);
       assert.deepEqual(replayedCleanly, []);
-      for (const [file, result] of results) assert.equal(result.error?.name, 'DeterminismViolationError', `${file}: ${describeError(result)}`);
+      for (const [file, result] of results)
+        assert.equal(result.error?.name, 'DeterminismViolationError', `${file}: ${describeError(result)}`);
     });
 
     test('a timer before each readback breaks exactly the histories that read back', async () => {
-      const results = await replayAll(await bundleEffectWorkflows({ workflowInterceptorModules: [altered('timer-before-readback.ts')] }));
-      const expected = recorded.filter(({ history }) => pathOf(history).includes('activity readBack')).map(({ file }) => file);
+      const results = await replayAll(
+        await bundleEffectWorkflows({ workflowInterceptorModules: [altered('timer-before-readback.ts')] }),
+      );
+      const expected = recorded
+        .filter(({ history }) => pathOf(history).includes('activity readBack'))
+        .map(({ file }) => file);
       const broken = recorded.filter(({ file }) => results.get(file)?.error).map(({ file }) => file);
-      assert.ok(expected.length > 0 && expected.length < recorded.length, 'the set holds histories with and without a readback');
+      assert.ok(
+        expected.length > 0 && expected.length < recorded.length,
+        'the set holds histories with and without a readback',
+      );
       assert.deepEqual(broken, expected);
     });
 
@@ -95,7 +125,13 @@ describe('replay of recorded histories', () => {
       const unguarded = await bundleEffectWorkflows({
         webpackConfigHook: (config) => ({
           ...config,
-          resolve: { ...config.resolve, alias: { ...(config.resolve?.alias as Record<string, string>), '@temporalio/workflow$': altered('unguarded-patches.ts') } },
+          resolve: {
+            ...config.resolve,
+            alias: {
+              ...(config.resolve?.alias as Record<string, string>),
+              '@temporalio/workflow$': altered('unguarded-patches.ts'),
+            },
+          },
         }),
       });
       const results = await replayAll(unguarded);

@@ -1,9 +1,17 @@
-// The stage machine against DESIGN.md's diagram: every allowed move, and a sample of forbidden ones.
+// The stage machine against the README's stage diagram: every allowed move, and a sample of forbidden ones.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { idempotencyKeyFor } from '../domain/idempotency-key.js';
+import {
+  canMove,
+  EFFECT_STAGES,
+  IllegalStageTransitionError,
+  isTerminal,
+  nextStage,
+  stageAfterOutcome,
+  TRANSITIONS,
+} from '../domain/stages.js';
 import { EffectView } from '../workflows/effect-view.js';
-import { idempotencyKeyFor } from '../workflows/idempotency-key.js';
-import { canMove, EFFECT_STAGES, IllegalStageTransitionError, isTerminal, nextStage, stageAfterOutcome, TRANSITIONS } from '../workflows/stages.js';
 
 const allowed: Array<[string, string]> = [
   ['prepared', 'released'],
@@ -40,7 +48,10 @@ describe('stage machine', () => {
       ['abandoned', 'recorded'],
       ['reconciled', 'attempted'], // found means done: never write again
     ] as const) {
-      assert.throws(() => nextStage(from, to), (e) => e instanceof IllegalStageTransitionError && e.from === from && e.to === to);
+      assert.throws(
+        () => nextStage(from, to),
+        (e) => e instanceof IllegalStageTransitionError && e.from === from && e.to === to,
+      );
     }
   });
 
@@ -48,7 +59,7 @@ describe('stage machine', () => {
     for (const stage of EFFECT_STAGES) assert.equal(isTerminal(stage), TRANSITIONS[stage].length === 0, stage);
   });
 
-  test('provider outcomes lead where DESIGN.md says', () => {
+  test('provider outcomes lead where the stage diagram says', () => {
     assert.equal(stageAfterOutcome('confirmed'), 'recorded');
     assert.equal(stageAfterOutcome('rejected'), 'rejected');
     assert.equal(stageAfterOutcome('unknown'), 'unknown');
@@ -56,7 +67,15 @@ describe('stage machine', () => {
   });
 
   test('the view refuses an illegal move and keeps its stage', () => {
-    const view = new EffectView({ effectId: 'e-1', destination: 'keyed-api', operation: 'task.create', summary: 's', callTimeoutMs: 1000, retryAfterProvenAbsence: true, readbackIntervalMs: 60_000 });
+    const view = new EffectView({
+      effectId: 'e-1',
+      destination: 'keyed-api',
+      operation: 'task.create',
+      summary: 's',
+      callTimeoutMs: 1000,
+      retryAfterProvenAbsence: true,
+      readbackIntervalMs: 60_000,
+    });
     assert.throws(() => view.move('attempted'), IllegalStageTransitionError);
     assert.equal(view.stage, 'prepared');
     view.move('released');
@@ -67,17 +86,36 @@ describe('stage machine', () => {
   });
 
   test('a view carried to the next run (continue-as-new) starts in unknown with the attempts, the latest readbacks and decisions', () => {
-    const input = { effectId: 'e-2', destination: 'social-feed', operation: 'post.publish', summary: 's', callTimeoutMs: 1000, retryAfterProvenAbsence: false, readbackIntervalMs: 60_000 };
+    const input = {
+      effectId: 'e-2',
+      destination: 'social-feed',
+      operation: 'post.publish',
+      summary: 's',
+      callTimeoutMs: 1000,
+      retryAfterProvenAbsence: false,
+      readbackIntervalMs: 60_000,
+    };
     const first = new EffectView(input);
     first.move('released');
     first.addAttempt({ attemptNumber: 1, idempotencyKey: 'e-2', startedAt: '2026-01-01T00:00:00Z' });
     first.move('attempted');
     first.settleAttempt(1, 'unknown', 'timed out');
     first.move('unknown');
-    for (let i = 0; i < 30; i++) first.addReadback({ at: `t${i}`, outcome: 'absent', coverage: 'complete', method: 'listing_scan', reason: 'not there' });
-    for (let i = 0; i < 25; i++) first.addDecision({ kind: 'abandon', actor: '', accepted: false, note: `garbage ${i}` });
+    for (let i = 0; i < 30; i++)
+      first.addReadback({
+        at: `t${i}`,
+        outcome: 'absent',
+        coverage: 'complete',
+        method: 'listing_scan',
+        reason: 'not there',
+      });
+    for (let i = 0; i < 25; i++)
+      first.addDecision({ kind: 'abandon', actor: '', accepted: false, note: `garbage ${i}` });
     const carried = first.carry(2);
-    assert.deepEqual([carried.readbacks.length, carried.readbacks.at(-1)?.at, carried.decisions.length, carried.decisions[0]?.note], [5, 't29', 20, 'garbage 5']);
+    assert.deepEqual(
+      [carried.readbacks.length, carried.readbacks.at(-1)?.at, carried.decisions.length, carried.decisions[0]?.note],
+      [5, 't29', 20, 'garbage 5'],
+    );
     assert.deepEqual([carried.automaticRetries, carried.runsBefore], [2, 1]);
 
     const next = new EffectView({ ...input, carried });

@@ -5,11 +5,11 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
-import { objectsFor, runEffect } from '../scripts/effect-probes.js';
-import { refundRequest } from '../scripts/sample-requests.js';
-import { startStack, type Stack } from '../scripts/local-stack.js';
-import { waitFor } from '../scripts/wait-for.js';
-import { startWorkerProcess } from '../scripts/worker-process.js';
+import { objectsFor, runEffect } from '../harness/effect-probes.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { refundRequest } from '../harness/sample-requests.js';
+import { waitFor } from '../harness/wait-for.js';
+import { startWorkerProcess } from '../harness/worker-process.js';
 
 const CALL_TIMEOUT_MS = 1500;
 
@@ -30,7 +30,13 @@ describe('UNKNOWN on a keyed destination', () => {
     assert.equal(objects.length, 1);
     const { trail } = await stack.effects.status('refund:dropped');
     assert.equal(trail.attempts.length, 1);
-    assert.deepEqual(trail.evidence.map((e) => [e.kind, e.outcome]), [['response', 'unknown'], ['readback', 'found']]);
+    assert.deepEqual(
+      trail.evidence.map((e) => [e.kind, e.outcome]),
+      [
+        ['response', 'unknown'],
+        ['readback', 'found'],
+      ],
+    );
     assert.equal(trail.fact?.externalId, objects[0]!.id);
     assert.equal(trail.fact?.confirmedBy, 'readback');
   });
@@ -44,7 +50,13 @@ describe('UNKNOWN on a keyed destination', () => {
     const { trail } = await stack.effects.status('refund:flaky-reads');
     assert.equal(trail.attempts.length, 1);
     // Failed reads leave no evidence: only the readback that answered is recorded.
-    assert.deepEqual(trail.evidence.map((e) => [e.kind, e.outcome]), [['response', 'unknown'], ['readback', 'found']]);
+    assert.deepEqual(
+      trail.evidence.map((e) => [e.kind, e.outcome]),
+      [
+        ['response', 'unknown'],
+        ['readback', 'found'],
+      ],
+    );
     const faultsLeft = (await (await fetch(`${stack.simulator.url}/_control/faults`)).json()) as { faults: unknown[] };
     assert.equal(faultsLeft.faults.length, 0, 'both read faults were hit');
   });
@@ -70,12 +82,18 @@ describe('UNKNOWN on a keyed destination', () => {
     assert.equal(result.stage, 'recorded');
     assert.equal((await objectsFor(stack, 'refund:lost-request')).length, 1);
     const { trail } = await stack.effects.status('refund:lost-request');
-    assert.deepEqual(trail.attempts.map((a) => a.idempotencyKey), ['refund:lost-request', 'refund:lost-request']);
-    assert.deepEqual(trail.evidence.map((e) => [e.kind, e.outcome, e.coverage]), [
-      ['response', 'unknown', null],
-      ['readback', 'absent', 'complete'],
-      ['response', 'confirmed', null],
-    ]);
+    assert.deepEqual(
+      trail.attempts.map((a) => a.idempotencyKey),
+      ['refund:lost-request', 'refund:lost-request'],
+    );
+    assert.deepEqual(
+      trail.evidence.map((e) => [e.kind, e.outcome, e.coverage]),
+      [
+        ['response', 'unknown', null],
+        ['readback', 'absent', 'complete'],
+        ['response', 'confirmed', null],
+      ],
+    );
     assert.equal(trail.fact?.confirmedBy, 'provider_response');
   });
 
@@ -108,11 +126,23 @@ describe('UNKNOWN on a keyed destination', () => {
     });
     const probe = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
     try {
-      await waitFor(async () => (await probe`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'provider_evidence' AND l.mode = 'AccessExclusiveLock' AND l.granted`).length > 0, 'the lock');
+      await waitFor(
+        async () =>
+          (
+            await probe`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'provider_evidence' AND l.mode = 'AccessExclusiveLock' AND l.granted`
+          ).length > 0,
+        'the lock',
+      );
       const doomed = await startWorkerProcess(stack);
       await stack.effects.approve(refundRequest(effectId, 700));
       await waitFor(async () => (await objectsFor(stack, effectId)).length === 1, 'the object at the provider');
-      await waitFor(async () => (await probe`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%provider_evidence%'`).length > 0, 'the worker to block on recording the answer');
+      await waitFor(
+        async () =>
+          (
+            await probe`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%provider_evidence%'`
+          ).length > 0,
+        'the worker to block on recording the answer',
+      );
       await doomed.kill();
     } finally {
       unlock();
@@ -147,11 +177,16 @@ describe('UNKNOWN on a keyed destination', () => {
       assert.equal(await posts(), before + 1, 'the provider saw exactly one POST');
       assert.equal((await objectsFor(stack, 'refund:killed-before-send')).length, 1);
       const { trail } = await stack.effects.status('refund:killed-before-send');
-      assert.deepEqual(trail.attempts.map((a) => [a.attemptNumber, a.idempotencyKey]), [
-        [1, 'refund:killed-before-send'],
-        [2, 'refund:killed-before-send'],
-      ]);
-      assert.ok(trail.evidence.some((e) => e.kind === 'readback' && e.outcome === 'absent' && e.coverage === 'complete'));
+      assert.deepEqual(
+        trail.attempts.map((a) => [a.attemptNumber, a.idempotencyKey]),
+        [
+          [1, 'refund:killed-before-send'],
+          [2, 'refund:killed-before-send'],
+        ],
+      );
+      assert.ok(
+        trail.evidence.some((e) => e.kind === 'readback' && e.outcome === 'absent' && e.coverage === 'complete'),
+      );
     } finally {
       for (const socket of held) socket.destroy();
       await new Promise((resolve) => blackhole.close(resolve));
@@ -160,7 +195,11 @@ describe('UNKNOWN on a keyed destination', () => {
 
   test('9. the provider forgot the key (retention 0) → readback by reference, no automatic second write', async () => {
     const before = await posts();
-    await fetch(`${stack.simulator.url}/_control/retention`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyRetentionMs: 0 }) });
+    await fetch(`${stack.simulator.url}/_control/retention`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ keyRetentionMs: 0 }),
+    });
     try {
       await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
       const result = await runEffect(stack, refundRequest('refund:forgotten-key', 600));
@@ -170,9 +209,13 @@ describe('UNKNOWN on a keyed destination', () => {
       const { trail } = await stack.effects.status('refund:forgotten-key');
       const readback = trail.evidence.find((e) => e.kind === 'readback');
       assert.equal(readback?.outcome, 'found');
-      assert.equal((readback?.detail as { method: string }).method, 'metadata_search');
+      assert.equal((readback?.detail as { method?: string } | undefined)?.method, 'metadata_search');
     } finally {
-      await fetch(`${stack.simulator.url}/_control/retention`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ keyRetentionMs: 86_400_000 }) });
+      await fetch(`${stack.simulator.url}/_control/retention`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ keyRetentionMs: 86_400_000 }),
+      });
     }
   });
 });

@@ -4,18 +4,17 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { liveStatus, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { postRequest } from '../harness/sample-requests.js';
+import { waitFor } from '../harness/wait-for.js';
 import { decisions, providerEvidence } from '../ledger/schema.js';
-import { EffectLedgerClient } from '../workflows/client.js';
-import { effectStageKey } from '../workflows/search-attributes.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../workflows/contract.js';
-import { liveStatus, socialPostsFor, waitForStage } from '../scripts/effect-probes.js';
-import { postRequest } from '../scripts/sample-requests.js';
+import { effectStageKey } from '../workflows/search-attributes.js';
 import { runCli } from './support/cli.js';
-import { startStack, type Stack } from '../scripts/local-stack.js';
-import { waitFor } from '../scripts/wait-for.js';
 
 const CALL_TIMEOUT_MS = 1500;
-
 
 describe('UNKNOWN on a key-less destination', () => {
   let stack: Stack;
@@ -26,7 +25,8 @@ describe('UNKNOWN on a key-less destination', () => {
   after(() => stack?.stop());
 
   const postsFor = (effectId: string) => socialPostsFor(stack, effectId);
-  const decisionRows = (effectId: string) => stack.ledger.db.select().from(decisions).where(eq(decisions.effectId, effectId));
+  const decisionRows = (effectId: string) =>
+    stack.ledger.db.select().from(decisions).where(eq(decisions.effectId, effectId));
 
   test('3b. fail before commit → readback proves absence → waits for a human (no automatic retry) → approve-retry → recorded; garbage decisions are refused and recorded (8)', async () => {
     const effectId = 'post:launch-1';
@@ -45,7 +45,10 @@ describe('UNKNOWN on a key-less destination', () => {
       assert.match(rows[0]!.lastReason, /no matching post/);
       const found = await waitFor(async () => {
         const ids: string[] = [];
-        for await (const w of stack.env.client.workflow.list({ query: `EffectStage = "unknown" AND EffectDestination = "social-feed"` })) ids.push(w.workflowId);
+        for await (const w of stack.env.client.workflow.list({
+          query: `EffectStage = "unknown" AND EffectDestination = "social-feed"`,
+        }))
+          ids.push(w.workflowId);
         return ids.includes(effectId) ? ids : undefined;
       }, 'the visibility query to show the effect');
       assert.deepEqual(found, [effectId]);
@@ -58,13 +61,23 @@ describe('UNKNOWN on a key-less destination', () => {
       await handle.signal(confirmDeliverySignal, { actor: 'ops@example.com', reason: 'trust me' });
       await handle.signal(abandonSignal, { actor: 'ops@example.com', reason: 'x', force: true });
       await handle.signal('approve', { actor: 'ops@example.com', reason: 'typo in the signal name' });
-      await assert.rejects(stack.effects.decide(effectId, 'approve-retry', { actor: '', reason: 'x' }), WorkflowUpdateFailedError);
+      await assert.rejects(
+        stack.effects.decide(effectId, 'approve-retry', { actor: '', reason: 'x' }),
+        WorkflowUpdateFailedError,
+      );
       const refused = await waitFor(async () => {
         const rows = await decisionRows(effectId);
         return rows.length === 6 ? rows : undefined;
       }, 'six refused decisions in the ledger');
       assert.ok(refused.every((d) => !d.accepted && d.rejectionReason));
-      assert.deepEqual(refused.map((d) => d.kind).sort(), ['abandon', 'approve-retry', 'approve-retry', 'approve-retry', 'confirm-delivery', 'unrecognised']);
+      assert.deepEqual(refused.map((d) => d.kind).sort(), [
+        'abandon',
+        'approve-retry',
+        'approve-retry',
+        'approve-retry',
+        'confirm-delivery',
+        'unrecognised',
+      ]);
       assert.equal((await liveStatus(stack, effectId)).stage, 'unknown');
       assert.equal((await postsFor(effectId)).length, 0, 'nothing was sent meanwhile');
 
@@ -78,7 +91,10 @@ describe('UNKNOWN on a key-less destination', () => {
     assert.equal(trail.attempts.length, 2);
     assert.ok(trail.attempts.every((a) => a.idempotencyKey === effectId));
     const accepted = trail.decisions.filter((d) => d.accepted);
-    assert.deepEqual(accepted.map((d) => [d.kind, d.actor]), [['approve-retry', 'ops@example.com']]);
+    assert.deepEqual(
+      accepted.map((d) => [d.kind, d.actor]),
+      [['approve-retry', 'ops@example.com']],
+    );
     assert.equal(trail.fact?.confirmedBy, 'provider_response');
   });
 
@@ -105,12 +121,20 @@ describe('UNKNOWN on a key-less destination', () => {
       assert.match(listed?.lastReason ?? '', /does not reach back/);
 
       // Evidence that contradicts the destination is refused.
-      const wrong = await stack.effects.decide(effectId, 'confirm-delivery', { actor: 'ops@example.com', reason: 'I saw it', externalId: 'post_doesnotexist' });
+      const wrong = await stack.effects.decide(effectId, 'confirm-delivery', {
+        actor: 'ops@example.com',
+        reason: 'I saw it',
+        externalId: 'post_doesnotexist',
+      });
       assert.equal(wrong.accepted, false);
       assert.match(wrong.reason ?? '', /no object post_doesnotexist/);
       assert.equal(wrong.stage, 'unknown');
 
-      const right = await stack.effects.decide(effectId, 'confirm-delivery', { actor: 'ops@example.com', reason: 'found it on the page', externalId: ours!.id });
+      const right = await stack.effects.decide(effectId, 'confirm-delivery', {
+        actor: 'ops@example.com',
+        reason: 'found it on the page',
+        externalId: ours!.id,
+      });
       assert.deepEqual(right, { accepted: true, stage: 'recorded' });
     });
     assert.equal((await postsFor(effectId)).length, 1);
@@ -119,7 +143,13 @@ describe('UNKNOWN on a key-less destination', () => {
     assert.equal(trail.attempts.length, 1);
     assert.equal(trail.fact?.confirmedBy, 'human');
     assert.equal(trail.fact?.externalId, (await postsFor(effectId))[0]!.id);
-    assert.deepEqual(trail.decisions.map((d) => [d.kind, d.accepted]), [['confirm-delivery', false], ['confirm-delivery', true]]);
+    assert.deepEqual(
+      trail.decisions.map((d) => [d.kind, d.accepted]),
+      [
+        ['confirm-delivery', false],
+        ['confirm-delivery', true],
+      ],
+    );
   });
 
   test('abandon: a human gives up; nothing more is sent', async () => {
@@ -128,7 +158,9 @@ describe('UNKNOWN on a key-less destination', () => {
     const result = await stack.withWorker(async () => {
       await stack.effects.approve(postRequest(effectId, 'Third launch'));
       await waitForStage(stack, effectId, 'unknown', 'a human decision');
-      await stack.env.client.workflow.getHandle(effectId).signal(abandonSignal, { actor: 'ops@example.com', reason: 'campaign cancelled' });
+      await stack.env.client.workflow
+        .getHandle(effectId)
+        .signal(abandonSignal, { actor: 'ops@example.com', reason: 'campaign cancelled' });
       return stack.effects.result(effectId);
     });
     assert.equal(result.stage, 'abandoned');
@@ -136,7 +168,10 @@ describe('UNKNOWN on a key-less destination', () => {
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.effect.stage, 'abandoned');
     assert.equal(trail.fact, null);
-    assert.deepEqual(trail.decisions.map((d) => [d.kind, d.actor, d.reason]), [['abandon', 'ops@example.com', 'campaign cancelled']]);
+    assert.deepEqual(
+      trail.decisions.map((d) => [d.kind, d.actor, d.reason]),
+      [['abandon', 'ops@example.com', 'campaign cancelled']],
+    );
   });
 
   test('a post that appears late is found by the scheduled readback, with no human and no second POST', async () => {
@@ -165,29 +200,44 @@ describe('UNKNOWN on a key-less destination', () => {
     const answer = await stack.withWorker(async () => {
       await stack.effects.approve(postRequest(effectId, 'Fifth launch'));
       await waitForStage(stack, effectId, 'unknown', 'a human decision');
-      return stack.effects.decide(effectId, 'confirm-delivery', { actor: 'ops@example.com', reason: 'posted by hand from the app', externalUrl: url });
+      return stack.effects.decide(effectId, 'confirm-delivery', {
+        actor: 'ops@example.com',
+        reason: 'posted by hand from the app',
+        externalUrl: url,
+      });
     });
     assert.deepEqual(answer, { accepted: true, stage: 'recorded' });
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.fact?.confirmedBy, 'human');
     assert.equal(trail.fact?.externalUrl, url);
     const human = trail.evidence.find((e) => e.kind === 'human');
-    assert.match((human?.detail as { checked: string }).checked, /not checkable/);
+    assert.match(String((human?.detail as { checked?: string } | undefined)?.checked), /not checkable/);
   });
 
   test('a long wait for a human continues as new: same effect ID, attempts and decisions carried, the decision lands in the latest run', async () => {
     const effectId = 'post:launch-6';
     // Two readbacks per run, every 300 ms: a wait of weeks in miniature.
-    const patient = new EffectLedgerClient({ client: stack.env.client, db: stack.ledger.db, taskQueue: stack.taskQueue, callTimeoutMs: CALL_TIMEOUT_MS, readbackIntervalMs: 300, readbacksPerRun: 2 });
+    const patient = new EffectLedgerClient({
+      client: stack.env.client,
+      db: stack.ledger.db,
+      taskQueue: stack.taskQueue,
+      callTimeoutMs: CALL_TIMEOUT_MS,
+      readbackIntervalMs: 300,
+      readbacksPerRun: 2,
+    });
     await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
     const answer = await stack.withWorker(async () => {
       await patient.approve(postRequest(effectId, 'Sixth launch'));
       const { runId: firstRunId } = await stack.env.client.workflow.getHandle(effectId).describe();
-      await stack.env.client.workflow.getHandle(effectId).signal(abandonSignal, { actor: 'ops@example.com', reason: 'x', force: true });
+      await stack.env.client.workflow
+        .getHandle(effectId)
+        .signal(abandonSignal, { actor: 'ops@example.com', reason: 'x', force: true });
       // Two hand-overs later, the latest run still knows the attempt and the refused decision of the first.
       const third = await waitFor(async () => {
         const d = await stack.env.client.workflow.getHandle(effectId).describe();
-        const readbacks = (await stack.ledger.db.select().from(providerEvidence).where(eq(providerEvidence.effectId, effectId))).filter((e) => e.kind === 'readback');
+        const readbacks = (
+          await stack.ledger.db.select().from(providerEvidence).where(eq(providerEvidence.effectId, effectId))
+        ).filter((e) => e.kind === 'readback');
         return d.runId !== firstRunId && readbacks.length >= 5 ? d : undefined;
       }, 'five readbacks over three runs');
       assert.equal(third.status.name, 'RUNNING');
@@ -196,7 +246,10 @@ describe('UNKNOWN on a key-less destination', () => {
       assert.equal(first.status.name, 'CONTINUED_AS_NEW');
       const live = await liveStatus(stack, effectId);
       assert.equal(live.stage, 'unknown');
-      assert.deepEqual(live.attempts.map((a) => [a.attemptNumber, a.outcome]), [[1, 'unknown']]);
+      assert.deepEqual(
+        live.attempts.map((a) => [a.attemptNumber, a.outcome]),
+        [[1, 'unknown']],
+      );
       assert.equal(live.decisions.length, 1, 'the refused decision is carried');
       return stack.effects.decide(effectId, 'abandon', { actor: 'ops@example.com', reason: 'nobody could confirm it' });
     });
@@ -206,6 +259,12 @@ describe('UNKNOWN on a key-less destination', () => {
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.effect.stage, 'abandoned');
     assert.equal(trail.attempts.length, 1, 'no run made a second attempt');
-    assert.deepEqual(trail.decisions.map((d) => [d.kind, d.accepted]), [['abandon', false], ['abandon', true]]);
+    assert.deepEqual(
+      trail.decisions.map((d) => [d.kind, d.accepted]),
+      [
+        ['abandon', false],
+        ['abandon', true],
+      ],
+    );
   });
 });

@@ -19,7 +19,10 @@ const temporalYaml = z.object({
     dbFilename: z.string().min(1),
     logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('warn'),
   }),
-  searchAttributes: z.record(z.string(), z.enum(['Keyword', 'Text', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList'])),
+  searchAttributes: z.record(
+    z.string(),
+    z.enum(['Keyword', 'Text', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList']),
+  ),
   cli: z.object({ version: z.string().regex(/^v\d+\.\d+\.\d+$/) }),
 });
 
@@ -38,12 +41,6 @@ export function loadTemporalConfig(file = resolve(projectRoot, 'temporal.yaml'))
 /** `--search-attribute` values for `temporal server start-dev`. */
 export function searchAttributeArgs(config: TemporalConfig): string[] {
   return Object.entries(config.searchAttributes).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
-}
-
-export const defaultDatabaseUrl = 'postgres://postgres@127.0.0.1:5432/effect_ledger';
-
-export function databaseUrl(): string {
-  return process.env.DATABASE_URL ?? defaultDatabaseUrl;
 }
 
 /** Base URL of the provider simulator (both its keyed and key-less APIs live there). */

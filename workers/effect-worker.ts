@@ -1,8 +1,15 @@
 // Builds the worker that hosts the effect workflow and its activities. The process entry (main.ts),
 // the demo and the tests all build it here, so they run the same code.
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, NativeConnection, Worker, bundleWorkflowCode, type BundleOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { createActivities, type ActivityDeps } from '../activities/index.js';
+import {
+  type BundleOptions,
+  bundleWorkflowCode,
+  DefaultLogger,
+  type NativeConnection,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import { type ActivityDeps, createActivities } from '../activities/index.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -10,7 +17,9 @@ export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', impo
  * Bundles the workflow code once; tests and the demo reuse the bundle across workers. The replay test
  * also bundles deliberately altered copies (another workflows path, or extra interceptor modules).
  */
-export function bundleEffectWorkflows(options: Partial<Pick<BundleOptions, 'workflowsPath' | 'workflowInterceptorModules' | 'webpackConfigHook'>> = {}): Promise<WorkflowBundleWithSourceMap> {
+export function bundleEffectWorkflows(
+  options: Partial<Pick<BundleOptions, 'workflowsPath' | 'workflowInterceptorModules' | 'webpackConfigHook'>> = {},
+): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({ workflowsPath, ...options, logger: new DefaultLogger('WARN') });
 }
 

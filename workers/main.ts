@@ -1,8 +1,8 @@
 // The worker process: `npm run worker`. Reads temporal.yaml, DATABASE_URL, EFFECT_LEDGER_PROVIDER_URL.
 import { NativeConnection } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
-import { openLedger } from '../ledger/db.js';
-import { databaseUrl, loadTemporalConfig, providerUrl } from './config.js';
+import { databaseUrl, openLedger } from '../ledger/db.js';
+import { loadTemporalConfig, providerUrl } from './config.js';
 import { createEffectWorker } from './effect-worker.js';
 
 const config = loadTemporalConfig();

@@ -1,8 +1,9 @@
 // The effect workflow's contract: its input, its result, its status query. Declared once here; the
 // workflow, the client and the tests import these same constants.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { DECISION_EXAMPLES, type DecisionKind } from './decisions.js';
-import type { EffectStage } from './stages.js';
+import { DECISION_EXAMPLES, type DecisionKind } from '../domain/decisions.js';
+import type { Coverage, OutcomeClass, ReadbackOutcome } from '../domain/outcomes.js';
+import type { EffectStage } from '../domain/stages.js';
 
 export const EFFECT_WORKFLOW_TYPE = 'effectWorkflow';
 
@@ -40,8 +41,6 @@ export interface CarriedState {
   runsBefore: number;
 }
 
-export type OutcomeClass = 'not_sent' | 'confirmed' | 'rejected' | 'unknown';
-
 export interface AttemptView {
   attemptNumber: number;
   idempotencyKey: string;
@@ -67,8 +66,8 @@ export interface EffectStatus {
 
 export interface ReadbackView {
   at: string;
-  outcome: 'found' | 'absent' | 'inconclusive';
-  coverage: 'complete' | 'partial';
+  outcome: ReadbackOutcome;
+  coverage: Coverage;
   method: string;
   reason: string;
 }

@@ -1,7 +1,8 @@
 // What the workflow knows about its effect, and how it shows it: the status query's answer and the
 // markdown "current details" in the Web UI. Pure: stage moves go through the stage machine.
-import type { AttemptView, CarriedState, DecisionView, EffectInput, EffectStatus, OutcomeClass, ReadbackView } from './contract.js';
-import { nextStage, type EffectStage } from './stages.js';
+import type { OutcomeClass } from '../domain/outcomes.js';
+import { type EffectStage, nextStage } from '../domain/stages.js';
+import type { AttemptView, CarriedState, DecisionView, EffectInput, EffectStatus, ReadbackView } from './contract.js';
 
 /** Readbacks the UI's current details show, and all a run carries to the next: the ledger holds every one. */
 const SHOWN_READBACKS = 5;
@@ -87,23 +88,29 @@ export class EffectView {
       `**${s.stage.toUpperCase()}** · ${s.destination} \`${s.operation}\` · ${s.summary}`,
       '',
       s.awaiting ? `Awaiting: ${s.awaiting}` : '',
-      this.runsBefore ? `Run ${this.runsBefore + 1} of this effect: earlier runs continued as new during a long wait (the ledger keeps every readback).` : '',
+      this.runsBefore
+        ? `Run ${this.runsBefore + 1} of this effect: earlier runs continued as new during a long wait (the ledger keeps every readback).`
+        : '',
       s.externalId ? `Result: \`${s.externalId}\`${s.externalUrl ? ` (${s.externalUrl})` : ''}` : '',
       '',
     ];
     if (s.attempts.length) {
       lines.push('| # | idempotency key | started | outcome |', '|---|---|---|---|');
       for (const a of s.attempts) {
-        lines.push(`| ${a.attemptNumber} | \`${a.idempotencyKey}\` | ${a.startedAt} | ${a.outcome}${a.detail ? `: ${a.detail}` : ''} |`);
+        lines.push(
+          `| ${a.attemptNumber} | \`${a.idempotencyKey}\` | ${a.startedAt} | ${a.outcome}${a.detail ? `: ${a.detail}` : ''} |`,
+        );
       }
     }
     if (s.readbacks.length) {
       lines.push('', '| readback at | outcome | coverage | how |', '|---|---|---|---|');
-      for (const r of s.readbacks.slice(-SHOWN_READBACKS)) lines.push(`| ${r.at} | ${r.outcome} | ${r.coverage} | ${r.method}: ${r.reason} |`);
+      for (const r of s.readbacks.slice(-SHOWN_READBACKS))
+        lines.push(`| ${r.at} | ${r.outcome} | ${r.coverage} | ${r.method}: ${r.reason} |`);
     }
     if (s.decisions.length) {
       lines.push('', '| decision | by | accepted | note |', '|---|---|---|---|');
-      for (const d of s.decisions) lines.push(`| ${d.kind} | ${d.actor || '(none)'} | ${d.accepted ? 'yes' : 'no'} | ${d.note} |`);
+      for (const d of s.decisions)
+        lines.push(`| ${d.kind} | ${d.actor || '(none)'} | ${d.accepted ? 'yes' : 'no'} | ${d.note} |`);
     }
     return lines.filter((line, i, all) => line !== '' || (i > 0 && all[i - 1] !== '')).join('\n');
   }

@@ -14,28 +14,28 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { EffectActivities } from '../activities/index.js';
 import type { AttemptRef } from '../activities/effect-activities.js';
+import type { EffectActivities } from '../activities/index.js';
 import type { ReadbackTarget } from '../activities/reconciliation-activities.js';
-import type { SendOutcome } from '../activities/destinations/destination.js';
+import { type Decision, type DecisionKind, parseDecision, type RecordedDecisionKind } from '../domain/decisions.js';
+import type { SendOutcome } from '../domain/destination-contract.js';
+import { MAIN_STEP } from '../domain/idempotency-key.js';
+import { type EffectStage, stageAfterOutcome } from '../domain/stages.js';
 import {
   abandonSignal,
   approveRetrySignal,
   confirmDeliverySignal,
+  type DecideResponse,
   decideUpdate,
   decideUpdateDescription,
   decisionSignalDescriptions,
-  statusQuery,
-  statusQueryDescription,
-  type DecideResponse,
   type EffectInput,
   type EffectResult,
+  statusQuery,
+  statusQueryDescription,
 } from './contract.js';
-import { parseDecision, type Decision, type DecisionKind } from './decisions.js';
 import { EffectView } from './effect-view.js';
-import { MAIN_STEP } from './idempotency-key.js';
 import { effectStageKey } from './search-attributes.js';
-import { stageAfterOutcome, type EffectStage } from './stages.js';
 
 // Ledger writes and readbacks are idempotent: retry them until they answer.
 const ledger = proxyActivities<EffectActivities>({
@@ -88,23 +88,44 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
   };
 
   /** Records a decision that changes nothing, with why. */
-  const refuse = async (kind: DecisionKind | 'unrecognised', actor: string, payload: unknown, why: string) => {
+  const refuse = async (kind: RecordedDecisionKind, actor: string, payload: unknown, why: string) => {
     view.addDecision({ kind, actor, accepted: false, note: why });
     publish();
-    await ledger.recordDecision({ requestRef: nextRef(), effectId: input.effectId, kind, actor, reason: '', payload, accepted: false, rejectionReason: why });
+    await ledger.recordDecision({
+      requestRef: nextRef(),
+      effectId: input.effectId,
+      kind,
+      actor,
+      reason: '',
+      payload,
+      accepted: false,
+      rejectionReason: why,
+    });
   };
 
   const onDecision = (kind: DecisionKind) => async (payload: unknown) => {
     const parsed = parseDecision(kind, payload);
     if (!parsed.ok) return refuse(kind, parsed.actor, payload, parsed.error);
-    if (view.stage !== 'unknown') return refuse(kind, parsed.decision.actor, payload, `not awaiting a decision: the effect is ${view.stage}`);
+    if (view.stage !== 'unknown')
+      return refuse(kind, parsed.decision.actor, payload, `not awaiting a decision: the effect is ${view.stage}`);
     queue.push({ ref: nextRef(), decision: parsed.decision });
   };
   // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped.
-  setDefaultSignalHandler((name, ...args) => refuse('unrecognised', '', args[0] ?? null, `unknown signal ${JSON.stringify(name)}; use approve-retry, confirm-delivery or abandon`));
+  setDefaultSignalHandler((name, ...args) =>
+    refuse(
+      'unrecognised',
+      '',
+      args[0] ?? null,
+      `unknown signal ${JSON.stringify(name)}; use approve-retry, confirm-delivery or abandon`,
+    ),
+  );
   setHandler(statusQuery, () => view.status(), { description: statusQueryDescription });
-  setHandler(approveRetrySignal, onDecision('approve-retry'), { description: decisionSignalDescriptions['approve-retry'] });
-  setHandler(confirmDeliverySignal, onDecision('confirm-delivery'), { description: decisionSignalDescriptions['confirm-delivery'] });
+  setHandler(approveRetrySignal, onDecision('approve-retry'), {
+    description: decisionSignalDescriptions['approve-retry'],
+  });
+  setHandler(confirmDeliverySignal, onDecision('confirm-delivery'), {
+    description: decisionSignalDescriptions['confirm-delivery'],
+  });
   setHandler(abandonSignal, onDecision('abandon'), { description: decisionSignalDescriptions.abandon });
   setHandler(
     decideUpdate,
@@ -134,7 +155,10 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
     } catch (error) {
       // The activity timed out or its worker died mid-call: the request may have left.
       if (error instanceof ActivityFailure) {
-        return { class: 'unknown', detail: { reason: `provider call did not finish: ${error.cause?.message ?? error.message}` } };
+        return {
+          class: 'unknown',
+          detail: { reason: `provider call did not finish: ${error.cause?.message ?? error.message}` },
+        };
       }
       throw error;
     }
@@ -164,10 +188,16 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
   let firstAttemptAt = release.firstAttemptStartedAt;
   let automaticRetries = input.carried?.automaticRetries ?? 0;
   let readbacksThisRun = 0;
-  const target = (): ReadbackTarget => ({ effectId: input.effectId, step: MAIN_STEP, releaseRevision: release.revision, since: firstAttemptAt! });
+  const target = (): ReadbackTarget => ({
+    effectId: input.effectId,
+    step: MAIN_STEP,
+    releaseRevision: release.revision,
+    since: firstAttemptAt ?? '',
+  });
 
   /** A run's history must stay far from Temporal's limits (51,200 events) however long a human takes. */
-  const longWait = () => readbacksThisRun >= (input.readbacksPerRun ?? DEFAULT_READBACKS_PER_RUN) || workflowInfo().continueAsNewSuggested;
+  const longWait = () =>
+    readbacksThisRun >= (input.readbacksPerRun ?? DEFAULT_READBACKS_PER_RUN) || workflowInfo().continueAsNewSuggested;
   const handOver = (): Promise<never> =>
     makeContinueAsNewFunc<typeof effectWorkflow>({ typedSearchAttributes: workflowInfo().typedSearchAttributes })({
       ...input,
@@ -185,16 +215,29 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
       publish();
       const readback = await ledger.readBack(target());
       readbacksThisRun += 1;
-      view.addReadback({ at: new Date().toISOString(), outcome: readback.outcome, coverage: readback.coverage, method: readback.detail.method, reason: readback.detail.reason });
+      view.addReadback({
+        at: new Date().toISOString(),
+        outcome: readback.outcome,
+        coverage: readback.coverage,
+        method: readback.detail.method,
+        reason: readback.detail.reason,
+      });
       if (readback.outcome === 'found') {
         view.setResult(readback.externalId, readback.externalUrl);
         move('reconciled');
         move('recorded');
         return result();
       }
-      if (readback.outcome === 'absent' && input.retryAfterProvenAbsence && automaticRetries < MAX_AUTOMATIC_RETRIES && queue.length === 0) {
+      if (
+        readback.outcome === 'absent' &&
+        input.retryAfterProvenAbsence &&
+        automaticRetries < MAX_AUTOMATIC_RETRIES &&
+        queue.length === 0
+      ) {
         automaticRetries += 1;
-        view.await(`retry with the same key: readback proved absence (automatic retry ${automaticRetries} of ${MAX_AUTOMATIC_RETRIES})`);
+        view.await(
+          `retry with the same key: readback proved absence (automatic retry ${automaticRetries} of ${MAX_AUTOMATIC_RETRIES})`,
+        );
         publish();
         await sleep(backoffMs(automaticRetries));
         return 'retry';
@@ -210,23 +253,39 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
         await condition(() => queue.length > 0 || allHandlersFinished());
         if (queue.length === 0) return handOver();
       }
-      const { ref, decision, answer } = queue.shift()!;
+      const next = queue.shift();
+      if (!next) continue;
+      const { ref, decision, answer } = next;
       const respond = (accepted: boolean, reason?: string) => answer?.({ accepted, stage: view.stage, reason });
       switch (decision.kind) {
         case 'approve-retry':
-          await ledger.recordDecision({ requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true });
+          await ledger.recordDecision({
+            requestRef: ref,
+            effectId: input.effectId,
+            ...decision,
+            payload: decision,
+            accepted: true,
+          });
           view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
           respond(true);
           return 'retry';
         case 'abandon':
-          await ledger.recordDecision({ requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true }, 'abandoned');
+          await ledger.recordDecision(
+            { requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true },
+            'abandoned',
+          );
           view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
           move('abandoned');
           respond(true);
           return result(`abandoned by ${decision.actor}: ${decision.reason}`);
         case 'confirm-delivery': {
           const confirmed = await ledger.confirmDelivery(target(), decision, ref);
-          view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: confirmed.accepted, note: confirmed.accepted ? decision.reason : confirmed.reason });
+          view.addDecision({
+            kind: decision.kind,
+            actor: decision.actor,
+            accepted: confirmed.accepted,
+            note: confirmed.accepted ? decision.reason : confirmed.reason,
+          });
           if (!confirmed.accepted) {
             publish();
             respond(false, confirmed.reason);

@@ -1,6 +1,6 @@
 // The one rule every readback applies: an object is ours only if it carries the effect ID our adapter
 // stamped into its metadata AND the released body's hash. A title match is not a match.
-import type { ReadbackRequest } from './destination.js';
+import type { ReadbackRequest } from '../../domain/destination-contract.js';
 
 export interface StampedObject {
   body_sha256: string;

@@ -1,9 +1,16 @@
-// Turns what an HTTP exchange produced into DESIGN.md's outcome classes. Shared by adapters of
+// Turns what an HTTP exchange produced into the domain's outcome classes (domain/outcomes.ts). Shared by adapters of
 // HTTP destinations; an adapter whose provider documents a status differently overrides it.
-import type { ResponseDetail, SendOutcome } from './destination.js';
+import type { ResponseDetail, SendOutcome } from '../../domain/destination-contract.js';
 
 // Errors raised before any byte of the request left: the provider cannot have seen it.
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
@@ -19,15 +26,24 @@ function errorCode(error: unknown): string | undefined {
 export function classifyTransportError(error: unknown): SendOutcome {
   const name = (error as { name?: string } | null)?.name;
   if (name === 'TimeoutError' || name === 'AbortError') {
-    return { class: 'unknown', detail: { reason: 'timed out waiting for the response; the request may have been applied', errorCode: name } };
+    return {
+      class: 'unknown',
+      detail: { reason: 'timed out waiting for the response; the request may have been applied', errorCode: name },
+    };
   }
   const code = errorCode(error);
   if (code && NOT_SENT_CODES.has(code)) {
-    return { class: 'not_sent', detail: { reason: `connection failed before the request left (${code})`, errorCode: code } };
+    return {
+      class: 'not_sent',
+      detail: { reason: `connection failed before the request left (${code})`, errorCode: code },
+    };
   }
   return {
     class: 'unknown',
-    detail: { reason: `the exchange broke after the request may have left (${code ?? String(error)})`, errorCode: code },
+    detail: {
+      reason: `the exchange broke after the request may have left (${code ?? String(error)})`,
+      errorCode: code,
+    },
   };
 }
 
@@ -40,14 +56,39 @@ export function retryAfterMs(header: string | null): number | undefined {
 /** Classifies a non-2xx status. 2xx bodies are the adapter's to parse. */
 export function classifyErrorStatus(status: number, body: unknown, retryAfter: string | null): SendOutcome {
   const detail: ResponseDetail = { reason: `HTTP ${status}`, body };
-  if (status === 429) return { class: 'not_sent', httpStatus: status, retryAfterMs: retryAfterMs(retryAfter) ?? 1000, detail: { ...detail, reason: 'rate limited: not processed' } };
+  if (status === 429)
+    return {
+      class: 'not_sent',
+      httpStatus: status,
+      retryAfterMs: retryAfterMs(retryAfter) ?? 1000,
+      detail: { ...detail, reason: 'rate limited: not processed' },
+    };
   if (status === 503 && retryAfter !== null) {
-    return { class: 'not_sent', httpStatus: status, retryAfterMs: retryAfterMs(retryAfter) ?? 1000, detail: { ...detail, reason: '503 with Retry-After: not processed' } };
+    return {
+      class: 'not_sent',
+      httpStatus: status,
+      retryAfterMs: retryAfterMs(retryAfter) ?? 1000,
+      detail: { ...detail, reason: '503 with Retry-After: not processed' },
+    };
   }
   // 409 means another request with this key is still in flight: that one may succeed.
-  if (status === 409) return { class: 'unknown', httpStatus: status, detail: { ...detail, reason: 'the same key is in flight elsewhere' } };
-  if (status >= 400 && status < 500) return { class: 'rejected', httpStatus: status, detail: { ...detail, reason: `definitive refusal (HTTP ${status})` } };
-  return { class: 'unknown', httpStatus: status, detail: { ...detail, reason: `HTTP ${status}: the provider may have applied the request` } };
+  if (status === 409)
+    return {
+      class: 'unknown',
+      httpStatus: status,
+      detail: { ...detail, reason: 'the same key is in flight elsewhere' },
+    };
+  if (status >= 400 && status < 500)
+    return {
+      class: 'rejected',
+      httpStatus: status,
+      detail: { ...detail, reason: `definitive refusal (HTTP ${status})` },
+    };
+  return {
+    class: 'unknown',
+    httpStatus: status,
+    detail: { ...detail, reason: `HTTP ${status}: the provider may have applied the request` },
+  };
 }
 
 export interface JsonExchange {
@@ -60,7 +101,12 @@ export interface JsonExchange {
  * POSTs a JSON body and reads a JSON answer. What cannot be read as an answer comes back already
  * classified (transport failures, unparseable bodies); an answer is the adapter's to classify.
  */
-export async function postJson(url: string, body: unknown, headers: Record<string, string>, timeoutMs: number): Promise<JsonExchange | SendOutcome> {
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<JsonExchange | SendOutcome> {
   let response: Response;
   let text: string;
   try {
@@ -77,7 +123,11 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
   try {
     return { status: response.status, headers: response.headers, body: JSON.parse(text) as unknown };
   } catch {
-    return { class: 'unknown', httpStatus: response.status, detail: { reason: 'unparseable response body', body: text.slice(0, 500) } };
+    return {
+      class: 'unknown',
+      httpStatus: response.status,
+      detail: { reason: 'unparseable response body', body: text.slice(0, 500) },
+    };
   }
 }
 

@@ -4,7 +4,13 @@
 // a request with the key is in flight. We also stamp the effect ID into `metadata` so readback can
 // find the object by reference after the key is forgotten.
 import { z } from 'zod';
-import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackResult, SendOutcome } from './destination.js';
+import type {
+  DestinationAdapter,
+  DestinationContract,
+  LookupResult,
+  ReadbackResult,
+  SendOutcome,
+} from '../../domain/destination-contract.js';
 import { isExactObject, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson } from './http-read.js';
@@ -38,7 +44,9 @@ export const keyedApiContract: DestinationContract = {
   retryAfterProvenAbsence: true,
   buildPackage(effectId, operation, payload) {
     const target =
-      operation === 'refund.create' ? `POST /v1/objects refund of ${String(payload.charge)}` : `POST /v1/objects task for ${String(payload.request)}`;
+      operation === 'refund.create'
+        ? `POST /v1/objects refund of ${String(payload.charge)}`
+        : `POST /v1/objects task for ${String(payload.request)}`;
     return { target, body: { kind: operation, ...payload, metadata: { effect_id: effectId } } };
   },
   describe(operation, payload) {
@@ -61,13 +69,19 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
   return {
     ...keyedApiContract,
     async send({ idempotencyKey, package: pkg, timeoutMs }): Promise<SendOutcome> {
-      const answer = await postJson(`${baseUrl}/v1/objects`, pkg.body, { 'idempotency-key': idempotencyKey }, timeoutMs);
+      const answer = await postJson(
+        `${baseUrl}/v1/objects`,
+        pkg.body,
+        { 'idempotency-key': idempotencyKey },
+        timeoutMs,
+      );
       if (isOutcome(answer)) return answer;
       const { status, headers, body } = answer;
       const replayed = headers.get('idempotent-replayed') === 'true';
       if (status >= 200 && status < 300) {
         const parsed = createdObject.safeParse(body);
-        if (!parsed.success) return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without an object ID', body } };
+        if (!parsed.success)
+          return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without an object ID', body } };
         return {
           class: 'confirmed',
           httpStatus: status,
@@ -83,14 +97,27 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
     async readBack(request): Promise<ReadbackResult> {
       const url = (id: string) => `${baseUrl}/v1/objects/${id}`;
       // 1. By key, while the provider remembers it.
-      const byKey = await getJson<{ status: string; object_id: string | null }>(`${baseUrl}/v1/idempotency_keys/${encodeURIComponent(request.idempotencyKey)}`);
+      const byKey = await getJson<{ status: string; object_id: string | null }>(
+        `${baseUrl}/v1/idempotency_keys/${encodeURIComponent(request.idempotencyKey)}`,
+      );
       if (byKey.status === 200 && byKey.body.status === 'in_flight') {
-        return { outcome: 'inconclusive', coverage: 'partial', detail: { method: 'idempotency_key', reason: 'a request with our key is still being processed' } };
+        return {
+          outcome: 'inconclusive',
+          coverage: 'partial',
+          detail: { method: 'idempotency_key', reason: 'a request with our key is still being processed' },
+        };
       }
       if (byKey.status === 200 && byKey.body.object_id) {
         const object = await getJson<ProviderObject>(url(byKey.body.object_id));
         if (object.status === 200 && isExactObject(object.body, request)) {
-          return { outcome: 'found', coverage: 'complete', externalId: object.body.id, externalUrl: url(object.body.id), occurredAt: object.body.created_at, detail: { method: 'idempotency_key', reason: 'the key maps to an object carrying our effect ID and body' } };
+          return {
+            outcome: 'found',
+            coverage: 'complete',
+            externalId: object.body.id,
+            externalUrl: url(object.body.id),
+            occurredAt: object.body.created_at,
+            detail: { method: 'idempotency_key', reason: 'the key maps to an object carrying our effect ID and body' },
+          };
         }
       }
       // 2. By the reference we stamped, over every object (a server-side filter: complete coverage).
@@ -105,25 +132,45 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
         matches.push(...listed.body.data.filter((o) => isExactObject(o, request)));
         if (!listed.body.has_more || listed.body.data.length === 0) {
           const [first, ...others] = matches.sort((a, b) => a.created_at.localeCompare(b.created_at));
-          if (!first) return { outcome: 'absent', coverage: 'complete', detail: { method: 'metadata_search', reason: 'no object carries our effect ID and body', scanned } };
+          if (!first)
+            return {
+              outcome: 'absent',
+              coverage: 'complete',
+              detail: { method: 'metadata_search', reason: 'no object carries our effect ID and body', scanned },
+            };
           return {
             outcome: 'found',
             coverage: 'complete',
             externalId: first.id,
             externalUrl: url(first.id),
             occurredAt: first.created_at,
-            detail: { method: 'metadata_search', reason: 'found by the effect ID stamped in metadata and the body hash', scanned, duplicates: others.map((o) => o.id) },
+            detail: {
+              method: 'metadata_search',
+              reason: 'found by the effect ID stamped in metadata and the body hash',
+              scanned,
+              duplicates: others.map((o) => o.id),
+            },
           };
         }
-        after = listed.body.data.at(-1)!.id;
+        after = listed.body.data.at(-1)?.id;
       }
-      return { outcome: 'inconclusive', coverage: 'partial', detail: { method: 'metadata_search', reason: `stopped after ${READBACK_PAGE_LIMIT} pages`, scanned } };
+      return {
+        outcome: 'inconclusive',
+        coverage: 'partial',
+        detail: { method: 'metadata_search', reason: `stopped after ${READBACK_PAGE_LIMIT} pages`, scanned },
+      };
     },
 
     async lookup(externalId, request): Promise<LookupResult> {
       const found = await getJson<ProviderObject>(`${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`);
       if (found.status === 404) return { exists: false };
-      return { exists: true, externalId: found.body.id, externalUrl: `${baseUrl}/v1/objects/${found.body.id}`, occurredAt: found.body.created_at, matchesRelease: isExactObject(found.body, request) };
+      return {
+        exists: true,
+        externalId: found.body.id,
+        externalUrl: `${baseUrl}/v1/objects/${found.body.id}`,
+        occurredAt: found.body.created_at,
+        matchesRelease: isExactObject(found.body, request),
+      };
     },
   };
 }

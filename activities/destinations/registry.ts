@@ -1,6 +1,6 @@
 // The destinations this deployment knows. To add one: write an adapter module beside this file
 // (contract + send + readback), then list its contract here and its adapter in createDestinations.
-import type { DestinationAdapter, DestinationContract } from './destination.js';
+import type { DestinationAdapter, DestinationContract } from '../../domain/destination-contract.js';
 import { keyedApi, keyedApiContract } from './keyed-api.js';
 import { socialFeed, socialFeedContract } from './social-feed.js';
 

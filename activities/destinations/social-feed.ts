@@ -3,7 +3,13 @@
 // only the newest 100 are listed at all (documented limit), so readback scans and matches the
 // released package, and partial coverage is real. Never retried automatically after UNKNOWN.
 import { z } from 'zod';
-import type { DestinationAdapter, DestinationContract, LookupResult, ReadbackResult, SendOutcome } from './destination.js';
+import type {
+  DestinationAdapter,
+  DestinationContract,
+  LookupResult,
+  ReadbackResult,
+  SendOutcome,
+} from '../../domain/destination-contract.js';
 import { isExactObject, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson } from './http-read.js';
@@ -35,7 +41,10 @@ export const socialFeedContract: DestinationContract = {
   // Nothing at the provider dedupes a second POST: only a human may approve one.
   retryAfterProvenAbsence: false,
   buildPackage(effectId, _operation, payload) {
-    return { target: `POST /social/v1/posts channel=${String(payload.channel)}`, body: { ...payload, metadata: { effect_id: effectId } } };
+    return {
+      target: `POST /social/v1/posts channel=${String(payload.channel)}`,
+      body: { ...payload, metadata: { effect_id: effectId } },
+    };
   },
   describe(_operation, payload) {
     const text = String(payload.text);
@@ -56,8 +65,16 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
       const { status, headers, body } = answer;
       if (status >= 200 && status < 300) {
         const created = body as Partial<Post>;
-        if (typeof created.id !== 'string') return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without a post ID', body } };
-        return { class: 'confirmed', httpStatus: status, externalId: created.id, externalUrl: postUrl(created.id), occurredAt: created.created_at ?? new Date().toISOString(), detail: { reason: 'posted', body } };
+        if (typeof created.id !== 'string')
+          return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without a post ID', body } };
+        return {
+          class: 'confirmed',
+          httpStatus: status,
+          externalId: created.id,
+          externalUrl: postUrl(created.id),
+          occurredAt: created.created_at ?? new Date().toISOString(),
+          detail: { reason: 'posted', body },
+        };
       }
       return classifyErrorStatus(status, body, headers.get('retry-after'));
     },
@@ -69,9 +86,10 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
       let reachedBack = false;
       const matches: Post[] = [];
       for (let page = 0; page < MAX_PAGES; page++) {
-        const listed: { status: 200; body: { data: Post[]; next_cursor: string | null } } | { status: 404 } = await getJson(
-          `${baseUrl}/social/v1/posts?page_size=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-        );
+        const listed: { status: 200; body: { data: Post[]; next_cursor: string | null } } | { status: 404 } =
+          await getJson(
+            `${baseUrl}/social/v1/posts?page_size=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          );
         if (listed.status === 404) throw new Error('post listing is missing at the provider');
         scanned += listed.body.data.length;
         matches.push(...listed.body.data.filter((p) => isExactObject(p, request)));
@@ -82,19 +100,49 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
       const [first, ...others] = matches.sort((a, b) => a.created_at.localeCompare(b.created_at));
       const method = 'listing_scan';
       if (first) {
-        return { outcome: 'found', coverage: reachedBack || !cursor ? 'complete' : 'partial', externalId: first.id, externalUrl: postUrl(first.id), occurredAt: first.created_at, detail: { method, reason: 'a listed post carries our effect ID and body', scanned, duplicates: others.map((p) => p.id) } };
+        return {
+          outcome: 'found',
+          coverage: reachedBack || !cursor ? 'complete' : 'partial',
+          externalId: first.id,
+          externalUrl: postUrl(first.id),
+          occurredAt: first.created_at,
+          detail: {
+            method,
+            reason: 'a listed post carries our effect ID and body',
+            scanned,
+            duplicates: others.map((p) => p.id),
+          },
+        };
       }
       // Absent only if the listing reached back past the attempt, or ended short of the documented limit.
       if (reachedBack || (!cursor && scanned < DOCUMENTED_LIST_LIMIT)) {
-        return { outcome: 'absent', coverage: 'complete', detail: { method, reason: 'the listing covers the attempt window and holds no matching post', scanned } };
+        return {
+          outcome: 'absent',
+          coverage: 'complete',
+          detail: { method, reason: 'the listing covers the attempt window and holds no matching post', scanned },
+        };
       }
-      return { outcome: 'inconclusive', coverage: 'partial', detail: { method, reason: `not among the newest ${scanned} posts, and the listing does not reach back to the attempt`, scanned } };
+      return {
+        outcome: 'inconclusive',
+        coverage: 'partial',
+        detail: {
+          method,
+          reason: `not among the newest ${scanned} posts, and the listing does not reach back to the attempt`,
+          scanned,
+        },
+      };
     },
 
     async lookup(externalId, request): Promise<LookupResult> {
       const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)));
       if (found.status === 404) return { exists: false };
-      return { exists: true, externalId: found.body.id, externalUrl: postUrl(found.body.id), occurredAt: found.body.created_at, matchesRelease: isExactObject(found.body, request) };
+      return {
+        exists: true,
+        externalId: found.body.id,
+        externalUrl: postUrl(found.body.id),
+        occurredAt: found.body.created_at,
+        matchesRelease: isExactObject(found.body, request),
+      };
     },
   };
 }

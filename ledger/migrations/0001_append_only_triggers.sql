@@ -49,7 +49,7 @@ $$;
 CREATE TRIGGER effects_guard BEFORE UPDATE OR DELETE ON effects
   FOR EACH ROW EXECUTE FUNCTION ledger_guard_effect();
 --> statement-breakpoint
--- A fact needs the effect in a stage where confirmation is possible, and the effect's destination.
+-- A fact names the same destination as its effect.
 CREATE FUNCTION ledger_guard_fact() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   effect_destination text;

@@ -1,8 +1,7 @@
 // Runs the `effect` CLI (or another script) as its own process against a test stack.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { stackEnvironment, type Stack } from '../../scripts/local-stack.js';
-
+import { type Stack, stackEnvironment } from '../../harness/local-stack.js';
 
 export interface CliRun {
   code: number | null;

@@ -4,6 +4,9 @@
 
 export const MAIN_STEP = 'main';
 
+/** Step names: short, lower-case; the ledger's `step_format` CHECK is built from this source. */
+export const STEP_SOURCE = '^[a-z][a-z0-9_-]{0,31}$';
+
 export function idempotencyKeyFor(effectId: string, step: string = MAIN_STEP): string {
   return step === MAIN_STEP ? effectId : `${effectId}:${step}`;
 }

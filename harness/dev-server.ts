@@ -1,9 +1,9 @@
 // Starts a Temporal dev server (server + Web UI in one process) as temporal.yaml describes it, with
 // our search attributes registered. The Temporal testing package owns the child process, so it
 // stops with us.
-import { resolve } from 'node:path';
+
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -20,7 +20,10 @@ export interface DevServerOptions {
   config?: TemporalConfig;
 }
 
-const indexedValueType: Record<TemporalConfig['searchAttributes'][string], proto.temporal.api.enums.v1.IndexedValueType> = {
+const indexedValueType: Record<
+  TemporalConfig['searchAttributes'][string],
+  proto.temporal.api.enums.v1.IndexedValueType
+> = {
   Keyword: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
   Text: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
   Int: proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_INT,
@@ -36,7 +39,9 @@ const indexedValueType: Record<TemporalConfig['searchAttributes'][string], proto
  */
 export async function ensureSearchAttributes(connection: Connection, config: TemporalConfig): Promise<string[]> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: config.namespace });
-  const missing = Object.entries(config.searchAttributes).filter(([name]) => !(customAttributes && name in customAttributes));
+  const missing = Object.entries(config.searchAttributes).filter(
+    ([name]) => !(customAttributes && name in customAttributes),
+  );
   if (missing.length) {
     await connection.operatorService.addSearchAttributes({
       namespace: config.namespace,

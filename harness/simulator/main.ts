@@ -2,12 +2,13 @@
 // once listening, so a parent can spawn it with --port 0 and learn the port.
 import { fstatSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
-import { DEFAULT_KEYLESS_LIST_LIMIT, DEFAULT_KEY_RETENTION_MS, createProviderSimulator } from './provider-simulator/server.js';
+import { createProviderSimulator, DEFAULT_KEY_RETENTION_MS, DEFAULT_KEYLESS_LIST_LIMIT } from './server.js';
 
 function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
   return (raw: string): number => {
     const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
-    if (!(value >= min && value <= max)) throw new InvalidArgumentError(`expected an integer between ${min} and ${max}`);
+    if (!(value >= min && value <= max))
+      throw new InvalidArgumentError(`expected an integer between ${min} and ${max}`);
     return value;
   };
 }
@@ -31,7 +32,12 @@ const opts = new Command()
   .description('Stripe-style and key-less provider simulator with fault injection, on 127.0.0.1')
   .option('--port <port>', 'port to bind on 127.0.0.1 (0 = any free port)', integer(0, 65535), 0)
   .option('--key-retention-ms <ms>', 'how long idempotency keys are remembered', integer(0), DEFAULT_KEY_RETENTION_MS)
-  .option('--keyless-list-limit <n>', 'how many newest social posts listing can see', integer(1), DEFAULT_KEYLESS_LIST_LIMIT)
+  .option(
+    '--keyless-list-limit <n>',
+    'how many newest social posts listing can see',
+    integer(1),
+    DEFAULT_KEYLESS_LIST_LIMIT,
+  )
   .option('--no-exit-on-stdin-close', 'keep running when stdin (a pipe from the parent) reaches EOF')
   .parse()
   .opts<{ port: number; keyRetentionMs: number; keylessListLimit: number; exitOnStdinClose: boolean }>();

@@ -34,23 +34,41 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
       const all: Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }> = [];
       let after: string | undefined;
       for (;;) {
-        const page = await json<{ data: typeof all; has_more: boolean }>(fetch(`${url}/v1/objects?limit=100${after ? `&starting_after=${after}` : ''}`));
+        const page = await json<{ data: typeof all; has_more: boolean }>(
+          fetch(`${url}/v1/objects?limit=100${after ? `&starting_after=${after}` : ''}`),
+        );
         all.push(...page.data);
         if (!page.has_more || page.data.length === 0) return all;
         after = page.data.at(-1)!.id;
       }
     },
     async socialPosts() {
-      return (await json<{ data: Array<{ id: string; metadata?: Record<string, string> }> }>(fetch(`${url}/_control/social-posts`))).data;
+      return (
+        await json<{ data: Array<{ id: string; metadata?: Record<string, string> }> }>(
+          fetch(`${url}/_control/social-posts`),
+        )
+      ).data;
     },
     async crowdSocialFeed(count) {
       for (let i = 0; i < count; i++) {
-        await json(fetch(`${url}/social/v1/posts`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `someone else's post ${i}` }) }));
+        await json(
+          fetch(`${url}/social/v1/posts`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ text: `someone else's post ${i}` }),
+          }),
+        );
       }
     },
     stats: () => json(fetch(`${url}/_control/stats`)),
     async fault(kind, options = {}) {
-      await json(fetch(`${url}/_control/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind, ...options }) }));
+      await json(
+        fetch(`${url}/_control/faults`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ kind, ...options }),
+        }),
+      );
     },
   };
 }

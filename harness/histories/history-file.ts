@@ -2,9 +2,9 @@
 // v<workflow version>.<path or source>.json in test/histories.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { isGrpcServiceError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { type Client, isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { projectRoot } from '../workers/config.js';
+import { projectRoot } from '../../workers/config.js';
 
 export const HISTORIES_DIR = resolve(projectRoot, 'test/histories');
 
@@ -34,7 +34,9 @@ export function readHistoryFile(path: string): HistoryJson {
 
 /** The effect ID from the history's first event: the workflow's input (the workflow ID is the effect ID). */
 export function effectIdOf(history: HistoryJson): string {
-  const started = history.events[0]!['workflowExecutionStartedEventAttributes'] as { input?: { payloads?: Array<{ data?: string }> } } | undefined;
+  const started = history.events[0]!.workflowExecutionStartedEventAttributes as
+    | { input?: { payloads?: Array<{ data?: string }> } }
+    | undefined;
   const data = started?.input?.payloads?.[0]?.data;
   if (!data) throw new Error('the first event is not a workflow start with an input');
   const input = JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { effectId?: unknown };
@@ -49,7 +51,16 @@ export function eventTypes(history: HistoryJson): string[] {
 
 const GRPC_NOT_FOUND = 5;
 
-type Attributes = Record<string, { activityType?: { name?: string }; signalName?: string; markerName?: string; acceptedRequest?: { input?: { name?: string } } } | undefined>;
+type Attributes = Record<
+  string,
+  | {
+      activityType?: { name?: string };
+      signalName?: string;
+      markerName?: string;
+      acceptedRequest?: { input?: { name?: string } };
+    }
+  | undefined
+>;
 
 /**
  * The path the workflow took: the steps it decided on (activities by type, timers, markers for patches,
@@ -63,30 +74,37 @@ export function pathOf(history: HistoryJson): string[] {
   for (const event of history.events) {
     const a = event as unknown as Attributes;
     const type = event.eventType.replace(/^EVENT_TYPE_/, '');
-    if (type === 'ACTIVITY_TASK_SCHEDULED') steps.push(`activity ${a['activityTaskScheduledEventAttributes']?.activityType?.name}`);
+    if (type === 'ACTIVITY_TASK_SCHEDULED')
+      steps.push(`activity ${a.activityTaskScheduledEventAttributes?.activityType?.name}`);
     else if (type === 'TIMER_STARTED') steps.push('timer');
-    else if (type === 'MARKER_RECORDED') steps.push(`marker ${a['markerRecordedEventAttributes']?.markerName}`);
-    else if (type === 'WORKFLOW_EXECUTION_SIGNALED') inputs.push(`signal ${a['workflowExecutionSignaledEventAttributes']?.signalName}`);
-    else if (type === 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED') inputs.push(`update ${a['workflowExecutionUpdateAcceptedEventAttributes']?.acceptedRequest?.input?.name}`);
-    else if (type.startsWith('WORKFLOW_EXECUTION_') && type !== 'WORKFLOW_EXECUTION_UPDATE_COMPLETED') steps.push(type.slice('WORKFLOW_EXECUTION_'.length).toLowerCase());
+    else if (type === 'MARKER_RECORDED') steps.push(`marker ${a.markerRecordedEventAttributes?.markerName}`);
+    else if (type === 'WORKFLOW_EXECUTION_SIGNALED')
+      inputs.push(`signal ${a.workflowExecutionSignaledEventAttributes?.signalName}`);
+    else if (type === 'WORKFLOW_EXECUTION_UPDATE_ACCEPTED')
+      inputs.push(`update ${a.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name}`);
+    else if (type.startsWith('WORKFLOW_EXECUTION_') && type !== 'WORKFLOW_EXECUTION_UPDATE_COMPLETED')
+      steps.push(type.slice('WORKFLOW_EXECUTION_'.length).toLowerCase());
   }
   return [...steps, ...inputs];
 }
 
 /** The run this history's run continued from (continue-as-new), if any. */
 export function previousRunIdOf(history: HistoryJson): string | undefined {
-  const started = history.events[0]!['workflowExecutionStartedEventAttributes'] as { continuedExecutionRunId?: string } | undefined;
+  const started = history.events[0]!.workflowExecutionStartedEventAttributes as
+    | { continuedExecutionRunId?: string }
+    | undefined;
   return started?.continuedExecutionRunId || undefined;
 }
 
 /** Writes a run's history (the latest by default); an effect the server does not know throws WorkflowNotFoundError. */
 export async function captureHistory(client: Client, effectId: string, out: string, runId?: string): Promise<void> {
-  let history;
-  try {
-    history = await client.workflow.getHandle(effectId, runId).fetchHistory();
-  } catch (error) {
-    if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND) throw new WorkflowNotFoundError(`no history for ${effectId}`, effectId, undefined);
-    throw error;
-  }
+  const history = await client.workflow
+    .getHandle(effectId, runId)
+    .fetchHistory()
+    .catch((error: unknown) => {
+      if (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND)
+        throw new WorkflowNotFoundError(`no history for ${effectId}`, effectId, undefined);
+      throw error;
+    });
   writeFileSync(out, `${historyToJSON(history)}\n`);
 }

@@ -1,6 +1,7 @@
 // What a user checks about one effect: its stage as the workflow says it, and its ledger trail.
-import { statusQuery, type EffectResult, type EffectStatus } from '../workflows/contract.js';
-import type { EffectStage } from '../workflows/stages.js';
+
+import type { EffectStage } from '../domain/stages.js';
+import { type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
 import type { Stack } from './local-stack.js';
 import { waitFor } from './wait-for.js';
 
@@ -17,11 +18,19 @@ export function liveStatus(stack: Stack, effectId: string): Promise<EffectStatus
 }
 
 /** Waits until the running workflow reports `stage` and says it awaits `awaiting` (a substring). */
-export function waitForStage(stack: Stack, effectId: string, stage: EffectStage, awaiting?: string): Promise<EffectStatus> {
-  return waitFor(async () => {
-    const status = await liveStatus(stack, effectId);
-    return status.stage === stage && (!awaiting || status.awaiting?.includes(awaiting)) ? status : undefined;
-  }, `${effectId} to reach ${stage}${awaiting ? ` awaiting "${awaiting}"` : ''}`);
+export function waitForStage(
+  stack: Stack,
+  effectId: string,
+  stage: EffectStage,
+  awaiting?: string,
+): Promise<EffectStatus> {
+  return waitFor(
+    async () => {
+      const status = await liveStatus(stack, effectId);
+      return status.stage === stage && (!awaiting || status.awaiting?.includes(awaiting)) ? status : undefined;
+    },
+    `${effectId} to reach ${stage}${awaiting ? ` awaiting "${awaiting}"` : ''}`,
+  );
 }
 
 export async function objectsFor(stack: Stack, effectId: string) {

@@ -8,17 +8,30 @@
 // (open or closed run) and causes no new attempt; with another fingerprint it throws
 // EffectConflictError before any provider is touched. The ledger, not Temporal's retention, is the
 // lasting record of which effect IDs exist.
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import type { DecisionKind } from '../domain/decisions.js';
+import { type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError } from '../ledger/errors.js';
 import { registerEffect } from '../ledger/registration.js';
-import { listEffectsByStage, readFact, readTrail, type EffectTrail } from '../ledger/trail.js';
-import { decideUpdate, EFFECT_WORKFLOW_TYPE, statusQuery, type DecideResponse, type EffectInput, type EffectResult, type EffectStatus } from './contract.js';
-import type { DecisionKind } from './decisions.js';
-import type { effectWorkflow } from './effect-workflow.js';
+import { type EffectTrail, listEffectsByStage, readFact, readTrail } from '../ledger/trail.js';
+import {
+  type DecideResponse,
+  decideUpdate,
+  EFFECT_WORKFLOW_TYPE,
+  type EffectInput,
+  type EffectResult,
+  type EffectStatus,
+  statusQuery,
+} from '../workflows/contract.js';
+import type { effectWorkflow } from '../workflows/effect-workflow.js';
+import {
+  effectDestinationKey,
+  effectOperationKey,
+  effectStageKey,
+  effectSummaryKey,
+} from '../workflows/search-attributes.js';
 import { validateEffectRequest } from './effect-request.js';
-import { effectDestinationKey, effectOperationKey, effectStageKey, effectSummaryKey } from './search-attributes.js';
-import { isTerminal, type EffectStage } from './stages.js';
 
 export interface EffectLedgerClientOptions {
   client: Client;
@@ -126,8 +139,14 @@ export class EffectLedgerClient {
    * A human decision on an UNKNOWN effect, through the workflow's `decide` update: the answer says
    * whether it was accepted. A payload the validator refuses throws WorkflowUpdateFailedError.
    */
-  async decide(effectId: string, decision: DecisionKind, payload: { actor: string; reason: string; externalId?: string; externalUrl?: string }): Promise<DecideResponse> {
-    return this.options.client.workflow.getHandle(effectId).executeUpdate(decideUpdate, { args: [{ decision, ...payload }] });
+  async decide(
+    effectId: string,
+    decision: DecisionKind,
+    payload: { actor: string; reason: string; externalId?: string; externalUrl?: string },
+  ): Promise<DecideResponse> {
+    return this.options.client.workflow
+      .getHandle(effectId)
+      .executeUpdate(decideUpdate, { args: [{ decision, ...payload }] });
   }
 
   listByStage(stage: EffectStage, limit?: number) {

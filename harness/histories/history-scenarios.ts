@@ -1,15 +1,16 @@
 // One scenario per path the effect workflow can take, with fixed effect IDs, payloads and faults, so
 // `npm run capture-histories` re-run on unchanged code takes the same paths. Each drives a real stack
-// (scripts/local-stack.ts) to the point its history should show and says where the effect must be.
-import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate } from '../workflows/contract.js';
-import type { EffectStage } from '../workflows/stages.js';
+// (harness/local-stack.ts) to the point its history should show and says where the effect must be.
+
+import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
+import type { EffectStage } from '../../domain/stages.js';
+import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate } from '../../workflows/contract.js';
+import { runEffect, socialPostsFor, waitForStage } from '../effect-probes.js';
+import type { Stack } from '../local-stack.js';
+import { postRequest, refundRequest } from '../sample-requests.js';
+import { waitFor } from '../wait-for.js';
+import { startWorkerProcess } from '../worker-process.js';
 import { HISTORY_PATHS, type HistoryPath } from './history-paths.js';
-import { EffectLedgerClient } from '../workflows/client.js';
-import { runEffect, socialPostsFor, waitForStage } from './effect-probes.js';
-import type { Stack } from './local-stack.js';
-import { postRequest, refundRequest } from './sample-requests.js';
-import { waitFor } from './wait-for.js';
-import { startWorkerProcess } from './worker-process.js';
 
 export interface HistoryScenario {
   /** The path, as the history file names it: v<version>.<path>.json. */
@@ -26,7 +27,6 @@ export interface HistoryScenario {
 }
 
 const OPS = 'ops@example.com';
-
 
 const handle = (stack: Stack, effectId: string) => stack.env.client.workflow.getHandle(effectId);
 
@@ -74,13 +74,24 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       await stack.withWorker(async () => {
         await stack.effects.approve(refundRequest(effectId, 120, 'ch_h4'));
         await waitForStage(stack, effectId, 'unknown', 'a human decision');
-        await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'provider dashboard shows nothing yet' });
+        await handle(stack, effectId).signal(approveRetrySignal, {
+          actor: OPS,
+          reason: 'provider dashboard shows nothing yet',
+        });
         await waitFor(async () => {
           const s = await stack.effects.status(effectId);
-          return s.live?.attempts.length === 2 && s.live.stage === 'unknown' && s.live.awaiting?.includes('a human decision');
+          return (
+            s.live?.attempts.length === 2 && s.live.stage === 'unknown' && s.live.awaiting?.includes('a human decision')
+          );
         }, 'the 409 to leave the effect unknown again');
-        await waitFor(async () => (await stack.simulator.objects()).some((o) => o.metadata.effect_id === effectId), 'the held request to commit');
-        await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'the first request has finished; same key again' });
+        await waitFor(
+          async () => (await stack.simulator.objects()).some((o) => o.metadata.effect_id === effectId),
+          'the held request to commit',
+        );
+        await handle(stack, effectId).signal(approveRetrySignal, {
+          actor: OPS,
+          reason: 'the first request has finished; same key again',
+        });
         await stack.effects.result(effectId);
       });
     },
@@ -97,7 +108,8 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
   },
   {
     path: 'unknown-readback-absent-retry',
-    shows: 'failed before commit: unknown, readback proves absence over complete coverage, automatic same-key retry, recorded',
+    shows:
+      'failed before commit: unknown, readback proves absence over complete coverage, automatic same-key retry, recorded',
     effectId: 'hist:unknown-readback-absent-retry',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
@@ -107,7 +119,8 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
   },
   {
     path: 'unknown-worker-killed',
-    shows: 'the worker is SIGKILLed mid-call: the send activity times out (unknown), readback finds the object, recorded',
+    shows:
+      'the worker is SIGKILLed mid-call: the send activity times out (unknown), readback finds the object, recorded',
     effectId: 'hist:unknown-worker-killed',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
@@ -123,13 +136,17 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
   },
   {
     path: 'unknown-human-approve-retry',
-    shows: 'key-less post lost before commit: readback absent, no automatic retry; a human signals approve-retry; same key; recorded',
+    shows:
+      'key-less post lost before commit: readback absent, no automatic retry; a human signals approve-retry; same key; recorded',
     effectId: 'hist:unknown-human-approve-retry',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
       await stack.withWorker(async () => {
         await awaitingHuman(stack, effectId, 'History: approve-retry');
-        await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'nothing on the channel; send it' });
+        await handle(stack, effectId).signal(approveRetrySignal, {
+          actor: OPS,
+          reason: 'nothing on the channel; send it',
+        });
         await stack.effects.result(effectId);
       });
     },
@@ -142,14 +159,17 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     async run(stack, effectId) {
       await stack.withWorker(async () => {
         await awaitingHuman(stack, effectId, 'History: abandon');
-        await handle(stack, effectId).executeUpdate(decideUpdate, { args: [{ decision: 'abandon', actor: OPS, reason: 'campaign cancelled' }] });
+        await handle(stack, effectId).executeUpdate(decideUpdate, {
+          args: [{ decision: 'abandon', actor: OPS, reason: 'campaign cancelled' }],
+        });
         await stack.effects.result(effectId);
       });
     },
   },
   {
     path: 'malformed-decision-ignored',
-    shows: 'garbage signals (wrong types, blank actor, a bare string, confirm without evidence, extra fields, a misspelt name) are refused and recorded; then a valid approve-retry',
+    shows:
+      'garbage signals (wrong types, blank actor, a bare string, confirm without evidence, extra fields, a misspelt name) are refused and recorded; then a valid approve-retry',
     effectId: 'hist:malformed-decision-ignored',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
@@ -162,7 +182,10 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'trust me' });
         await h.signal(abandonSignal, { actor: OPS, reason: 'x', force: true });
         await h.signal('approve', { actor: OPS, reason: 'typo in the signal name' });
-        await waitFor(async () => (await stack.effects.status(effectId)).trail.decisions.length === 6, 'six refused decisions in the ledger');
+        await waitFor(
+          async () => (await stack.effects.status(effectId)).trail.decisions.length === 6,
+          'six refused decisions in the ledger',
+        );
         await h.signal(approveRetrySignal, { actor: OPS, reason: 'checked the channel by hand' });
         await stack.effects.result(effectId);
       });
@@ -170,7 +193,8 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
   },
   {
     path: 'open-awaiting-human',
-    shows: 'still running: key-less post lost before commit, readback absent, waiting for a human (the case that matters in production)',
+    shows:
+      'still running: key-less post lost before commit, readback absent, waiting for a human (the case that matters in production)',
     effectId: 'hist:open-awaiting-human',
     expect: { stage: 'unknown', open: true },
     run: (stack, effectId) => stack.withWorker(() => awaitingHuman(stack, effectId, 'History: still open')),
@@ -184,15 +208,28 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     effectId: 'hist:long-wait',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
-      const patient = new EffectLedgerClient({ client: stack.env.client, db: stack.ledger.db, taskQueue: stack.taskQueue, callTimeoutMs: 1500, readbackIntervalMs: 2000, readbacksPerRun: 2 });
+      const patient = new EffectLedgerClient({
+        client: stack.env.client,
+        db: stack.ledger.db,
+        taskQueue: stack.taskQueue,
+        callTimeoutMs: 1500,
+        readbackIntervalMs: 2000,
+        readbacksPerRun: 2,
+      });
       await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
       await stack.withWorker(async () => {
         await patient.approve(postRequest(effectId, 'History: a long wait'));
         const { runId: firstRunId } = await handle(stack, effectId).describe();
-        await waitFor(async () => (await stack.env.client.workflow.getHandle(effectId, firstRunId).describe()).status.name === 'CONTINUED_AS_NEW', 'the first run to continue as new');
+        await waitFor(
+          async () =>
+            (await stack.env.client.workflow.getHandle(effectId, firstRunId).describe()).status.name ===
+            'CONTINUED_AS_NEW',
+          'the first run to continue as new',
+        );
         // The next run reads back once, then awaits a human; the decision lands well before its next readback.
         const next = await waitForStage(stack, effectId, 'unknown', 'a human decision');
-        if (next.attempts.length !== 1) throw new Error(`the next run shows ${next.attempts.length} attempts, not the 1 carried`);
+        if (next.attempts.length !== 1)
+          throw new Error(`the next run shows ${next.attempts.length} attempts, not the 1 carried`);
         await handle(stack, effectId).signal(approveRetrySignal, { actor: OPS, reason: 'waited long enough; send it' });
         await stack.effects.result(effectId);
       });
@@ -217,15 +254,23 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         await waitForStage(stack, effectId, 'unknown', 'a human decision');
         const h = handle(stack, effectId);
         await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'I saw it', externalId: 'post_doesnotexist' });
-        await waitFor(async () => (await stack.effects.status(effectId)).trail.decisions.length === 1, 'the wrong evidence to be refused');
-        await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'found it on the channel page', externalId: ours!.id });
+        await waitFor(
+          async () => (await stack.effects.status(effectId)).trail.decisions.length === 1,
+          'the wrong evidence to be refused',
+        );
+        await h.signal(confirmDeliverySignal, {
+          actor: OPS,
+          reason: 'found it on the channel page',
+          externalId: ours!.id,
+        });
         await stack.effects.result(effectId);
       });
     },
   },
 ];
 
-
 // Every path has exactly one scenario (checked when the module loads: the capture relies on it).
-const missing = HISTORY_PATHS.filter((path) => HISTORY_SCENARIOS.filter((s) => s.path === path || s.previousRunPath === path).length !== 1);
+const missing = HISTORY_PATHS.filter(
+  (path) => HISTORY_SCENARIOS.filter((s) => s.path === path || s.previousRunPath === path).length !== 1,
+);
 if (missing.length) throw new Error(`history paths without exactly one scenario: ${missing.join(', ')}`);

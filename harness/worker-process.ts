@@ -1,7 +1,7 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { stackEnvironment, type Stack } from './local-stack.js';
+import { type Stack, stackEnvironment } from './local-stack.js';
 
 const entry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 

@@ -5,6 +5,10 @@
 export const DECISION_KINDS = ['approve-retry', 'confirm-delivery', 'abandon'] as const;
 export type DecisionKind = (typeof DECISION_KINDS)[number];
 
+/** What the ledger records: the decisions, plus a signal whose name we did not recognise (a typo in the UI). */
+export const RECORDED_DECISION_KINDS = [...DECISION_KINDS, 'unrecognised'] as const;
+export type RecordedDecisionKind = (typeof RECORDED_DECISION_KINDS)[number];
+
 export type Decision =
   | { kind: 'approve-retry'; actor: string; reason: string }
   | { kind: 'confirm-delivery'; actor: string; reason: string; externalId?: string; externalUrl?: string }
@@ -21,7 +25,8 @@ const FIELDS: Record<DecisionKind, readonly string[]> = {
 /** What each signal takes, for descriptions and the README. */
 export const DECISION_EXAMPLES: Record<DecisionKind, string> = {
   'approve-retry': '{"actor": "ops@example.com", "reason": "checked the provider dashboard: nothing there"}',
-  'confirm-delivery': '{"actor": "ops@example.com", "reason": "post is live", "externalId": "post_123", "externalUrl": "https://…"}',
+  'confirm-delivery':
+    '{"actor": "ops@example.com", "reason": "post is live", "externalId": "post_123", "externalUrl": "https://…"}',
   abandon: '{"actor": "ops@example.com", "reason": "customer cancelled; refund handled by hand"}',
 };
 
@@ -32,7 +37,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 function text(raw: Record<string, unknown>, field: string, max: number): string | undefined | Error {
   const value = raw[field];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') return new Error(`${field} must be a string, got ${value === null ? 'null' : typeof value}`);
+  if (typeof value !== 'string')
+    return new Error(`${field} must be a string, got ${value === null ? 'null' : typeof value}`);
   const trimmed = value.trim();
   if (!trimmed) return new Error(`${field} must not be empty`);
   if (trimmed.length > max) return new Error(`${field} is longer than ${max} characters`);
@@ -46,21 +52,25 @@ export function isDecisionKind(value: unknown): value is DecisionKind {
 export function parseDecision(kind: unknown, raw: unknown): ParsedDecision {
   const actorHint = isPlainObject(raw) && typeof raw.actor === 'string' ? raw.actor.trim().slice(0, 200) : '';
   const fail = (error: string): ParsedDecision => ({ ok: false, error, actor: actorHint });
-  if (!isDecisionKind(kind)) return fail(`unknown decision ${JSON.stringify(kind)}; expected one of ${DECISION_KINDS.join(', ')}`);
+  if (!isDecisionKind(kind))
+    return fail(`unknown decision ${JSON.stringify(kind)}; expected one of ${DECISION_KINDS.join(', ')}`);
   if (!isPlainObject(raw)) return fail(`the payload must be one JSON object, e.g. ${DECISION_EXAMPLES[kind]}`);
   const unknownFields = Object.keys(raw).filter((k) => !FIELDS[kind].includes(k));
-  if (unknownFields.length) return fail(`unknown field(s) ${unknownFields.join(', ')}; ${kind} takes ${FIELDS[kind].join(', ')}`);
+  if (unknownFields.length)
+    return fail(`unknown field(s) ${unknownFields.join(', ')}; ${kind} takes ${FIELDS[kind].join(', ')}`);
   const actor = text(raw, 'actor', 200);
   const reason = text(raw, 'reason', 1000);
   for (const value of [actor, reason]) if (value instanceof Error) return fail(value.message);
   if (!actor) return fail('actor is required: who decides (e.g. an email)');
   if (!reason) return fail('reason is required: why');
-  if (kind !== 'confirm-delivery') return { ok: true, decision: { kind, actor: actor as string, reason: reason as string } };
+  if (kind !== 'confirm-delivery')
+    return { ok: true, decision: { kind, actor: actor as string, reason: reason as string } };
   const externalId = text(raw, 'externalId', 200);
   const externalUrl = text(raw, 'externalUrl', 2000);
   for (const value of [externalId, externalUrl]) if (value instanceof Error) return fail(value.message);
   if (!externalId && !externalUrl) return fail('confirm-delivery needs evidence: externalId and/or externalUrl');
-  if (typeof externalUrl === 'string' && !/^https?:\/\/\S+$/.test(externalUrl)) return fail('externalUrl must be an http(s) URL');
+  if (typeof externalUrl === 'string' && !/^https?:\/\/\S+$/.test(externalUrl))
+    return fail('externalUrl must be an http(s) URL');
   const decision: Decision = { kind, actor: actor as string, reason: reason as string };
   if (typeof externalId === 'string') decision.externalId = externalId;
   if (typeof externalUrl === 'string') decision.externalUrl = externalUrl;

@@ -2,14 +2,15 @@
 // key-less social-style API (/social/v1) and a control API (/_control) that
 // injects faults. Plain node:http so tests exercise real sockets, including
 // connections that die without a response.
-import http from 'node:http';
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
-import { Delays, DelayCancelledError, FaultQueue, faultRequestSchema } from './faults.js';
 import type { Fault } from './faults.js';
-import { Collection, IdempotencyStore, bodySha256, randomId } from './store.js';
+import { DelayCancelledError, Delays, FaultQueue, faultRequestSchema } from './faults.js';
 import type { Json, JsonObject, KeyRecord } from './store.js';
+import { bodySha256, Collection, IdempotencyStore, randomId } from './store.js';
 
 export interface ProviderSimulatorOptions {
   /** How long a completed idempotency key is remembered (default 24 h, like Stripe). */
@@ -45,7 +46,7 @@ interface Reply {
 class HttpError extends Error {
   readonly reply: Reply;
   constructor(status: number, error: JsonObject, headers?: Record<string, string>) {
-    super(typeof error['message'] === 'string' ? error['message'] : `HTTP ${status}`);
+    super(typeof error.message === 'string' ? error.message : `HTTP ${status}`);
     this.reply = headers ? { status, body: { error }, headers } : { status, body: { error } };
   }
 }
@@ -113,7 +114,10 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       case 'drop_after_commit':
         return void res.destroy();
       case 'status_500_after_commit':
-        return send(res, { status: 500, body: { error: { type: 'api_error', message: 'Internal error (injected fault).' } } });
+        return send(res, {
+          status: 500,
+          body: { error: { type: 'api_error', message: 'Internal error (injected fault).' } },
+        });
       case 'delay_after_commit':
         await delays.wait(fault.delayMs);
         return send(res, reply); // no-op if the client already gave up
@@ -162,7 +166,7 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       created: Math.floor(now.getTime() / 1000),
       created_at: now.toISOString(),
       idempotency_key: key,
-      metadata: body['metadata'] ?? {},
+      metadata: body.metadata ?? {},
       body_sha256: sha256,
       request: body,
     });
@@ -182,7 +186,7 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
     const { page, hasMore } = objects.newestFirst({
       limit,
       before,
-      match: filters.length === 0 ? undefined : (o) => matchesMetadata(o['metadata'], filters),
+      match: filters.length === 0 ? undefined : (o) => matchesMetadata(o.metadata, filters),
     });
     send(res, { status: 200, body: { object: 'list', data: page, has_more: hasMore } });
   }
@@ -212,16 +216,16 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
 
   async function createPost(req: IncomingMessage, beforeCommit: () => Promise<void>): Promise<Reply> {
     const body = await readJsonObject(req); // any Idempotency-Key header is deliberately ignored
-    if (typeof body['text'] !== 'string') {
+    if (typeof body.text !== 'string') {
       throw new HttpError(422, { type: 'validation_error', message: '"text" is required and must be a string.' });
     }
     await beforeCommit();
     const post = posts.add({
       id: randomId('post_'),
       created_at: new Date().toISOString(),
-      text: body['text'],
+      text: body.text,
       body_sha256: bodySha256(body),
-      metadata: body['metadata'] ?? {},
+      metadata: body.metadata ?? {},
       request: body,
     });
     return { status: 200, body: post };
@@ -280,8 +284,16 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
     { method: 'GET', pattern: /^\/social\/v1\/posts$/, handler: listPosts },
     { method: 'GET', pattern: /^\/social\/v1\/posts\/([^/]+)$/, handler: getPost },
     { method: 'POST', pattern: /^\/_control\/faults$/, handler: addFaults },
-    { method: 'GET', pattern: /^\/_control\/faults$/, handler: ({ res }) => send(res, { status: 200, body: { faults: faults.list() } }) },
-    { method: 'DELETE', pattern: /^\/_control\/faults$/, handler: ({ res }) => send(res, { status: 200, body: { cleared: faults.clear() } }) },
+    {
+      method: 'GET',
+      pattern: /^\/_control\/faults$/,
+      handler: ({ res }) => send(res, { status: 200, body: { faults: faults.list() } }),
+    },
+    {
+      method: 'DELETE',
+      pattern: /^\/_control\/faults$/,
+      handler: ({ res }) => send(res, { status: 200, body: { cleared: faults.clear() } }),
+    },
     {
       method: 'GET',
       pattern: /^\/_control\/stats$/,
@@ -295,11 +307,16 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       // The provider's own dashboard: every post, including those too old to list (what a human checks).
       method: 'GET',
       pattern: /^\/_control\/social-posts$/,
-      handler: ({ res }) => send(res, { status: 200, body: { data: posts.newestFirst({ limit: Number.MAX_SAFE_INTEGER }).page } }),
+      handler: ({ res }) =>
+        send(res, { status: 200, body: { data: posts.newestFirst({ limit: Number.MAX_SAFE_INTEGER }).page } }),
     },
     { method: 'POST', pattern: /^\/_control\/reset$/, handler: reset },
     { method: 'POST', pattern: /^\/_control\/retention$/, handler: setRetention },
-    { method: 'GET', pattern: /^\/_control\/retention$/, handler: ({ res }) => send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } }) },
+    {
+      method: 'GET',
+      pattern: /^\/_control\/retention$/,
+      handler: ({ res }) => send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } }),
+    },
   ];
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -307,7 +324,8 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
     const candidates = routes.filter((r) => r.pattern.test(url.pathname));
     const found = candidates.find((r) => r.method === req.method);
     if (!found) {
-      if (candidates.length === 0) throw invalidRequest(`Unrecognized request URL (${req.method}: ${url.pathname})`, {}, 404);
+      if (candidates.length === 0)
+        throw invalidRequest(`Unrecognized request URL (${req.method}: ${url.pathname})`, {}, 404);
       throw new HttpError(
         405,
         { type: 'invalid_request_error', message: `Method ${req.method} not allowed on ${url.pathname}` },
@@ -411,7 +429,7 @@ function idempotencyKey(req: IncomingMessage): string | null {
 /** The one validation rule, so callers can provoke a definitive (non-retryable) rejection. */
 function validateAmount(body: JsonObject): void {
   if (!('amount' in body)) return;
-  const amount = body['amount'];
+  const amount = body.amount;
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount <= 0) {
     throw invalidRequest('Invalid amount: must be a positive integer.', { code: 'parameter_invalid', param: 'amount' });
   }
@@ -441,7 +459,10 @@ function matchesMetadata(metadata: Json | undefined, filters: Array<[string, str
   if (!isJsonObject(metadata)) return false;
   return filters.every(([key, expected]) => {
     const actual = metadata[key];
-    return (typeof actual === 'string' || typeof actual === 'number' || typeof actual === 'boolean') && String(actual) === expected;
+    return (
+      (typeof actual === 'string' || typeof actual === 'number' || typeof actual === 'boolean') &&
+      String(actual) === expected
+    );
   });
 }
 

@@ -2,18 +2,18 @@
 // free port, a fresh PostgreSQL database with the committed migrations, the provider simulator as its
 // own process, and workers built from the same code the worker process runs. stop() removes it all.
 import { randomBytes } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';
 import { createDestinations } from '../activities/destinations/registry.js';
-import { openLedger, type Ledger } from '../ledger/db.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
-import { EffectLedgerClient } from '../workflows/client.js';
 import { startDevServer } from './dev-server.js';
-import { startSimulator, type SimulatorProcess } from './provider-simulator/client.js';
+import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -65,7 +65,11 @@ export async function startStack({ ui, purpose = 'test', ...clientOptions }: Sta
   databaseUrl.pathname = `/${dbName}`;
   bundle ??= bundleEffectWorkflows();
   const uiPort = ui ? await freePort() : undefined;
-  const [env, simulator] = await Promise.all([startDevServer({ config, uiPort }), startSimulator(), migrateLedger(databaseUrl.toString())]);
+  const [env, simulator] = await Promise.all([
+    startDevServer({ config, uiPort }),
+    startSimulator(),
+    migrateLedger(databaseUrl.toString()),
+  ]);
   const ledger = openLedger(databaseUrl.toString());
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
   const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue, ...clientOptions });

@@ -2,18 +2,17 @@
 // a typed InvalidEffectRequestError and writes nothing.
 import { z } from 'zod';
 import { destinationContracts } from '../activities/destinations/registry.js';
-import type { DestinationContract } from '../activities/destinations/destination.js';
+import type { DestinationContract } from '../domain/destination-contract.js';
+import { EFFECT_ID_PATTERN, EFFECT_ID_RULE } from '../domain/effect-id.js';
 import { InvalidEffectRequestError } from '../ledger/errors.js';
 import { canonicalJson, effectFingerprint, NotJsonError } from '../ledger/fingerprint.js';
 
-/** Effect IDs are issued at approval: 1–128 characters, letters, digits and . _ : @ / - (not first). */
-export const EFFECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}$/;
 /** The payload's canonical JSON may not exceed this many bytes. */
 export const MAX_PAYLOAD_BYTES = 16 * 1024;
 
 export const effectRequestSchema = z
   .object({
-    effectId: z.string().regex(EFFECT_ID_PATTERN, 'effectId must be 1-128 chars of [A-Za-z0-9._:@/-], starting with a letter or digit'),
+    effectId: z.string().regex(EFFECT_ID_PATTERN, EFFECT_ID_RULE),
     destination: z.string().min(1).max(64),
     operation: z.string().min(1).max(64),
     payload: z.record(z.string(), z.unknown()),
@@ -38,39 +37,53 @@ function oneLine(text: string, max = 200): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-function issuesOf(error: z.ZodError): string[] {
-  return error.issues.map((issue) => `${issue.path.join('.') || '(request)'}: ${issue.message}`);
+function issuesOf(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string[] {
+  return error.issues.map((issue) => `${issue.path.map(String).join('.') || '(request)'}: ${issue.message}`);
 }
 
 export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
   const parsed = effectRequestSchema.safeParse(raw);
-  if (!parsed.success) throw new InvalidEffectRequestError('malformed', 'malformed effect request', issuesOf(parsed.error));
+  if (!parsed.success)
+    throw new InvalidEffectRequestError('malformed', 'malformed effect request', issuesOf(parsed.error));
   const request = parsed.data;
   const contract = destinationContracts[request.destination];
   if (!contract) {
-    throw new InvalidEffectRequestError('unknown_destination', `unknown destination ${JSON.stringify(request.destination)}`, [
-      `known: ${Object.keys(destinationContracts).join(', ')}`,
-    ]);
+    throw new InvalidEffectRequestError(
+      'unknown_destination',
+      `unknown destination ${JSON.stringify(request.destination)}`,
+      [`known: ${Object.keys(destinationContracts).join(', ')}`],
+    );
   }
   const payloadSchema = contract.operations[request.operation];
   if (!payloadSchema) {
-    throw new InvalidEffectRequestError('unknown_operation', `destination ${contract.name} has no operation ${JSON.stringify(request.operation)}`, [
-      `known: ${Object.keys(contract.operations).join(', ')}`,
-    ]);
+    throw new InvalidEffectRequestError(
+      'unknown_operation',
+      `destination ${contract.name} has no operation ${JSON.stringify(request.operation)}`,
+      [`known: ${Object.keys(contract.operations).join(', ')}`],
+    );
   }
   let canonical: string;
   try {
     canonical = canonicalJson(request.payload, 'payload');
   } catch (error) {
-    if (error instanceof NotJsonError) throw new InvalidEffectRequestError('invalid_payload', 'payload is not plain JSON', [error.message]);
+    if (error instanceof NotJsonError)
+      throw new InvalidEffectRequestError('invalid_payload', 'payload is not plain JSON', [error.message]);
     throw error;
   }
   const bytes = Buffer.byteLength(canonical, 'utf8');
   if (bytes > MAX_PAYLOAD_BYTES) {
-    throw new InvalidEffectRequestError('payload_too_large', `payload is ${bytes} bytes; the limit is ${MAX_PAYLOAD_BYTES}`);
+    throw new InvalidEffectRequestError(
+      'payload_too_large',
+      `payload is ${bytes} bytes; the limit is ${MAX_PAYLOAD_BYTES}`,
+    );
   }
   const payload = payloadSchema.safeParse(request.payload);
-  if (!payload.success) throw new InvalidEffectRequestError('invalid_payload', `invalid payload for ${contract.name} ${request.operation}`, issuesOf(payload.error));
+  if (!payload.success)
+    throw new InvalidEffectRequestError(
+      'invalid_payload',
+      `invalid payload for ${contract.name} ${request.operation}`,
+      issuesOf(payload.error),
+    );
   return {
     ...request,
     contract,

@@ -1,5 +1,6 @@
-// The effect's stage machine, in one place (DESIGN.md, "Stages of the effect workflow").
-// Pure: the workflow, the ledger schema and the unit tests all read it from here.
+// The effect's stage machine, in one place: the README's stage diagram as data. Pure: the workflow,
+// the ledger schema's CHECK and the unit tests all read it from here.
+import type { OutcomeClass } from './outcomes.js';
 
 export const EFFECT_STAGES = [
   'prepared', // approved and registered in the ledger; nothing released yet
@@ -61,7 +62,7 @@ export function nextStage(from: EffectStage, to: EffectStage): EffectStage {
 }
 
 /** Where a provider outcome leads from `attempted` ("not_sent" stays: retry with the same key). */
-export function stageAfterOutcome(outcome: 'not_sent' | 'confirmed' | 'rejected' | 'unknown'): EffectStage {
+export function stageAfterOutcome(outcome: OutcomeClass): EffectStage {
   switch (outcome) {
     case 'confirmed':
       return 'recorded';

@@ -57,7 +57,9 @@ export class FaultQueue {
 
   /** Remove and return the oldest fault matching `path` (and the kind of request), if any. */
   take(path: string, read = false): Fault | undefined {
-    const index = this.#queue.findIndex((f) => isReadFault(f.kind) === read && (f.path === null || path.startsWith(f.path)));
+    const index = this.#queue.findIndex(
+      (f) => isReadFault(f.kind) === read && (f.path === null || path.startsWith(f.path)),
+    );
     return index === -1 ? undefined : this.#queue.splice(index, 1)[0];
   }
 

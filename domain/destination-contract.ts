@@ -1,8 +1,23 @@
 // What every destination adapter declares and does. An adapter carries its destination's contract:
 // how it dedupes, how long it remembers a key, how it sends, how it reads back, how it classifies.
-import type { z } from 'zod';
+// Types only (and the mechanism list): adapters implement them in activities/destinations/.
+import type { Coverage } from './outcomes.js';
 
-export type DedupeMechanism = 'idempotency_key' | 'transactional' | 'natural_key' | 'none';
+/** How a destination dedupes; the ledger records it per effect (`mechanism_known` CHECK). */
+export const DEDUPE_MECHANISMS = ['idempotency_key', 'transactional', 'natural_key', 'none'] as const;
+export type DedupeMechanism = (typeof DEDUPE_MECHANISMS)[number];
+
+/**
+ * A payload validator, as the approval API needs it. A zod schema is one; declared structurally so
+ * this layer stays free of dependencies.
+ */
+export interface PayloadSchema {
+  safeParse(
+    value: unknown,
+  ):
+    | { success: true; data: Record<string, unknown> }
+    | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
+}
 
 /** The exact package allowed to leave, as the release records it. */
 export interface ReleasedPackage {
@@ -19,9 +34,16 @@ export interface SendRequest {
   timeoutMs: number;
 }
 
-/** DESIGN.md's classification of what a provider call returned. */
+/** What a provider call returned, classified (README, "Stages": the classification table). */
 export type SendOutcome =
-  | { class: 'confirmed'; httpStatus: number; externalId: string; externalUrl?: string; occurredAt: string; detail: ResponseDetail }
+  | {
+      class: 'confirmed';
+      httpStatus: number;
+      externalId: string;
+      externalUrl?: string;
+      occurredAt: string;
+      detail: ResponseDetail;
+    }
   | { class: 'rejected'; httpStatus: number; detail: ResponseDetail }
   | { class: 'not_sent'; httpStatus?: number; retryAfterMs?: number; detail: ResponseDetail }
   | { class: 'unknown'; httpStatus?: number; detail: ResponseDetail };
@@ -41,7 +63,7 @@ export interface DestinationContract {
   /** How long the destination remembers a key; null when it honours none. */
   keyRetentionSeconds: number | null;
   /** Payload schema per operation; unknown operations are refused at approval. */
-  operations: Record<string, z.ZodType<Record<string, unknown>>>;
+  operations: Readonly<Record<string, PayloadSchema>>;
   /** The destination call's timeout; after it, the outcome is unknown. */
   callTimeoutMs: number;
   /**
@@ -70,7 +92,14 @@ export interface ReadbackRequest {
  * ("not in the first 100 items") is `inconclusive`, never `absent`.
  */
 export type ReadbackResult =
-  | { outcome: 'found'; coverage: 'complete' | 'partial'; externalId: string; externalUrl?: string; occurredAt: string; detail: ReadbackDetail }
+  | {
+      outcome: 'found';
+      coverage: Coverage;
+      externalId: string;
+      externalUrl?: string;
+      occurredAt: string;
+      detail: ReadbackDetail;
+    }
   | { outcome: 'absent'; coverage: 'complete'; detail: ReadbackDetail }
   | { outcome: 'inconclusive'; coverage: 'partial'; detail: ReadbackDetail };
 
@@ -83,7 +112,9 @@ export interface ReadbackDetail {
 }
 
 /** An object a human names as the result, as the destination shows it. */
-export type LookupResult = { exists: true; externalId: string; externalUrl?: string; occurredAt: string; matchesRelease: boolean } | { exists: false };
+export type LookupResult =
+  | { exists: true; externalId: string; externalUrl?: string; occurredAt: string; matchesRelease: boolean }
+  | { exists: false };
 
 export interface DestinationAdapter extends DestinationContract {
   send(request: SendRequest): Promise<SendOutcome>;

@@ -1,0 +1,122 @@
+// Every top-level folder is a layer and imports only point down (README, "Layout"). The workflow bundle
+// additionally reaches nothing but the domain, the SDK's workflow-safe packages and type-only imports.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, posix, relative } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Bottom to top. A folder may import from its own layer's folder or from any layer below it. */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['domain'],
+  ['ledger'],
+  ['activities'],
+  ['workflows'],
+  ['client', 'workers'],
+  ['harness'],
+  ['scripts'],
+  ['test'],
+];
+
+const rank = (folder: string) => LAYERS.findIndex((layer) => layer.includes(folder));
+
+export interface ImportEdge {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
+
+/** Relative imports of a TypeScript source, resolved to repository paths. */
+export function importsOf(file: string, source: string): ImportEdge[] {
+  const edges: ImportEdge[] = [];
+  const statement = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?'([^']+)'/g;
+  for (const match of source.matchAll(statement)) {
+    const spec = match[3] ?? '';
+    if (!spec.startsWith('.')) continue;
+    edges.push({ from: file, to: posix.normalize(posix.join(posix.dirname(file), spec)), typeOnly: Boolean(match[2]) });
+  }
+  for (const match of source.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g)) {
+    edges.push({ from: file, to: posix.normalize(posix.join(posix.dirname(file), match[1] ?? '')), typeOnly: false });
+  }
+  return edges;
+}
+
+/** Imports that run back up a layer, or sideways between two folders of one layer. */
+export function upwardImports(edges: readonly ImportEdge[]): string[] {
+  const top = (path: string) => path.split('/')[0] ?? '';
+  return edges
+    .filter(({ from, to }) => top(from) !== top(to))
+    .filter(({ from, to }) => rank(top(to)) < 0 || rank(top(to)) >= rank(top(from)))
+    .map(({ from, to }) => `${from} → ${to}`);
+}
+
+/** Workflow sandbox code: values only from the domain and the workflow folder; other layers as types only. */
+export function bundleLeaks(edges: readonly ImportEdge[]): string[] {
+  return edges
+    .filter(({ from }) => from.startsWith('workflows/'))
+    .filter(({ to, typeOnly }) => !typeOnly && !to.startsWith('workflows/') && !to.startsWith('domain/'))
+    .map(({ from, to }) => `${from} → ${to}`);
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(join(root, dir)).flatMap((name) => {
+    const path = posix.join(dir, name);
+    if (statSync(join(root, path)).isDirectory()) return name === 'histories' && dir === 'test' ? [] : sources(path);
+    return name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const allEdges = LAYERS.flat().flatMap((dir) =>
+  sources(dir).flatMap((file) => importsOf(file, readFileSync(join(root, file), 'utf8'))),
+);
+
+describe('layers', () => {
+  test('no import runs back up a layer', () => {
+    assert.deepEqual(upwardImports(allEdges), []);
+  });
+
+  test('workflow code imports values only from the domain and itself (the bundle stays free of Node modules)', () => {
+    assert.deepEqual(bundleLeaks(allEdges), []);
+  });
+
+  test('the domain imports nothing outside itself, not even a package', () => {
+    const outside = sources('domain').flatMap((file) =>
+      [...readFileSync(join(root, file), 'utf8').matchAll(/from\s+'([^']+)'/g)]
+        .map((m) => m[1] ?? '')
+        .filter((spec) => !spec.startsWith('./'))
+        .map((spec) => `${file} → ${spec}`),
+    );
+    assert.deepEqual(outside, []);
+  });
+
+  test('the checks bite: planted upward, sideways and bundle-leaking imports are reported', () => {
+    const planted = [
+      ...importsOf('ledger/schema.ts', "import { x } from '../workflows/stages.js';"),
+      ...importsOf('workers/config.ts', "import type { y } from '../client/effect-ledger-client.js';"),
+      ...importsOf('domain/stages.ts', "export { z } from '../ledger/db.js';"),
+      ...importsOf('workflows/effect-workflow.ts', "import {\n  a,\n} from '../activities/index.js';"),
+      ...importsOf('workflows/effect-workflow.ts', "import type { b } from '../activities/index.js';"),
+      ...importsOf('scripts/demo.ts', "import { c } from '../ledger/db.js';"),
+    ];
+    assert.deepEqual(upwardImports(planted), [
+      'ledger/schema.ts → workflows/stages.js',
+      'workers/config.ts → client/effect-ledger-client.js',
+      'domain/stages.ts → ledger/db.js',
+    ]);
+    assert.deepEqual(bundleLeaks(planted), ['workflows/effect-workflow.ts → activities/index.js']);
+  });
+
+  test('every top-level folder with code is a declared layer', () => {
+    const folders = readdirSync(root).filter(
+      (name) => !name.startsWith('.') && name !== 'node_modules' && statSync(join(root, name)).isDirectory(),
+    );
+    const withCode = folders.filter((name) => sources(name).length > 0);
+    assert.deepEqual(
+      withCode.filter((name) => rank(name) < 0),
+      [],
+    );
+    assert.ok(relative(root, dirname(fileURLToPath(import.meta.url))) === 'test');
+  });
+});
