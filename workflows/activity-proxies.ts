@@ -1,0 +1,27 @@
+// The two ways the workflow reaches activities, typed so that the wrong one cannot compile.
+import { proxyActivities } from '@temporalio/workflow';
+import type { EffectActivities } from '../activities/index.js';
+
+/** The one activity that can create the external object. */
+type SendActivity = Pick<EffectActivities, 'sendToDestination'>;
+
+/** Ledger writes and readbacks are idempotent: retry them until they answer. */
+export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity>>({
+  startToCloseTimeout: '10 seconds',
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['LedgerInvariantError', 'EffectNotFound', 'ReleaseNotFound', 'UnknownDestination'],
+  },
+});
+
+/**
+ * One provider call per activity execution: after the request may have left, only evidence decides
+ * what happens next. The activity gets a little more than the call so the adapter classifies first.
+ */
+export function sendActivity(callTimeoutMs: number): SendActivity {
+  return proxyActivities<SendActivity>({
+    startToCloseTimeout: callTimeoutMs + 5000,
+    retry: { maximumAttempts: 1 },
+  });
+}

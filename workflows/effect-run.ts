@@ -1,0 +1,128 @@
+// What one run of the effect workflow knows and how it shows it: the view (stage, attempts, readbacks,
+// decisions), the attempt counters, the queue of human decisions, and the publishing of the stage to
+// the Web UI (search attribute + current details). Every phase works on this one object.
+import {
+  allHandlersFinished,
+  condition,
+  makeContinueAsNewFunc,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ReadbackTarget } from '../activities/reconciliation-activities.js';
+import type { Decision, RecordedDecisionKind } from '../domain/decisions.js';
+import { MAIN_STEP } from '../domain/idempotency-key.js';
+import type { EffectStage } from '../domain/stages.js';
+import { ledger } from './activity-proxies.js';
+import type { DecideResponse, EffectInput, EffectResult } from './contract.js';
+import { EffectView } from './effect-view.js';
+import { effectStageKey } from './search-attributes.js';
+
+/** Four hours of waiting per run at the default 10-minute readback interval: about 350 history events. */
+const DEFAULT_READBACKS_PER_RUN = 24;
+
+/** A human decision waiting to be acted on; an update's caller gets `answer`. */
+export interface QueuedDecision {
+  ref: string;
+  decision: Decision;
+  answer?: (response: DecideResponse) => void;
+}
+
+export class EffectRun {
+  readonly view: EffectView;
+  readonly decisions: QueuedDecision[] = [];
+  /** Attempts made so far, by this run and the runs before it. */
+  attemptNumber = 0;
+  firstAttemptAt: string | null = null;
+  releaseRevision = 0;
+  /** Same-key retries policy made after proven absence (counted per effect, carried across runs). */
+  automaticRetries: number;
+  readbacksThisRun = 0;
+  private decisionSeq = 0;
+
+  constructor(readonly input: EffectInput) {
+    this.view = new EffectView(input);
+    this.automaticRetries = input.carried?.automaticRetries ?? 0;
+  }
+
+  get stage(): EffectStage {
+    return this.view.stage;
+  }
+
+  /** Names a signal or update for the ledger: a retried write finds its own row. */
+  nextRef(): string {
+    this.decisionSeq += 1;
+    return `${workflowInfo().runId}:${this.decisionSeq}`;
+  }
+
+  publish(): void {
+    upsertSearchAttributes([{ key: effectStageKey, value: this.view.stage }]);
+    setCurrentDetails(this.view.details());
+  }
+
+  move(to: EffectStage, awaiting?: string): void {
+    this.view.move(to, awaiting);
+    this.publish();
+  }
+
+  await(awaiting: string): void {
+    this.view.await(awaiting);
+    this.publish();
+  }
+
+  result(reason?: string): EffectResult {
+    const s = this.view.status();
+    return { effectId: s.effectId, stage: s.stage, externalId: s.externalId, externalUrl: s.externalUrl, reason };
+  }
+
+  /** What readback and a human's confirmation look for: the released package of this effect. */
+  target(): ReadbackTarget {
+    return {
+      effectId: this.input.effectId,
+      step: MAIN_STEP,
+      releaseRevision: this.releaseRevision,
+      since: this.firstAttemptAt ?? '',
+    };
+  }
+
+  /** Records a decision that changes nothing, with why. */
+  async refuse(kind: RecordedDecisionKind, actor: string, payload: unknown, why: string): Promise<void> {
+    this.view.addDecision({ kind, actor, accepted: false, note: why });
+    this.publish();
+    await ledger.recordDecision({
+      requestRef: this.nextRef(),
+      effectId: this.input.effectId,
+      kind,
+      actor,
+      reason: '',
+      payload,
+      accepted: false,
+      rejectionReason: why,
+    });
+  }
+
+  /** Ends the run: decisions that arrived but were never acted on are answered, not dropped. */
+  async finish(outcome: EffectResult): Promise<EffectResult> {
+    for (const item of this.decisions.splice(0)) {
+      const why = `superseded: the effect is ${this.view.stage}`;
+      await this.refuse(item.decision.kind, item.decision.actor, item.decision, why);
+      item.answer?.({ accepted: false, stage: this.view.stage, reason: why });
+    }
+    await condition(allHandlersFinished);
+    return outcome;
+  }
+
+  /** A run's history must stay far from Temporal's limits (51,200 events) however long a human takes. */
+  longWait(): boolean {
+    const limit = this.input.readbacksPerRun ?? DEFAULT_READBACKS_PER_RUN;
+    return this.readbacksThisRun >= limit || workflowInfo().continueAsNewSuggested;
+  }
+
+  /** Continues as new with what the next run needs; the effect ID and the ledger stay. */
+  handOver(): Promise<never> {
+    const continueAsNew = makeContinueAsNewFunc<(input: EffectInput) => Promise<EffectResult>>({
+      typedSearchAttributes: workflowInfo().typedSearchAttributes,
+    });
+    return continueAsNew({ ...this.input, carried: this.view.carry(this.automaticRetries) });
+  }
+}

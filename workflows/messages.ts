@@ -1,0 +1,64 @@
+// The effect's messages: the status query, the three decision signals an operator sends from the Web
+// UI, the `decide` update, and a catch-all for misspelt signal names. Decisions are validated here and
+// queued; the reconcile phase acts on them. Garbage is recorded in the ledger as refused.
+import { setDefaultSignalHandler, setHandler } from '@temporalio/workflow';
+import { type DecisionKind, parseDecision } from '../domain/decisions.js';
+import {
+  abandonSignal,
+  approveRetrySignal,
+  confirmDeliverySignal,
+  type DecideResponse,
+  decideUpdate,
+  decideUpdateDescription,
+  decisionSignalDescriptions,
+  statusQuery,
+  statusQueryDescription,
+} from './contract.js';
+import type { EffectRun } from './effect-run.js';
+
+export function handleMessages(run: EffectRun): void {
+  const onDecision = (kind: DecisionKind) => async (payload: unknown) => {
+    const parsed = parseDecision(kind, payload);
+    if (!parsed.ok) return run.refuse(kind, parsed.actor, payload, parsed.error);
+    if (run.stage !== 'unknown') {
+      return run.refuse(kind, parsed.decision.actor, payload, `not awaiting a decision: the effect is ${run.stage}`);
+    }
+    run.decisions.push({ ref: run.nextRef(), decision: parsed.decision });
+  };
+
+  // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped.
+  setDefaultSignalHandler((name, ...args) =>
+    run.refuse(
+      'unrecognised',
+      '',
+      args[0] ?? null,
+      `unknown signal ${JSON.stringify(name)}; use approve-retry, confirm-delivery or abandon`,
+    ),
+  );
+  setHandler(statusQuery, () => run.view.status(), { description: statusQueryDescription });
+  setHandler(approveRetrySignal, onDecision('approve-retry'), {
+    description: decisionSignalDescriptions['approve-retry'],
+  });
+  setHandler(confirmDeliverySignal, onDecision('confirm-delivery'), {
+    description: decisionSignalDescriptions['confirm-delivery'],
+  });
+  setHandler(abandonSignal, onDecision('abandon'), { description: decisionSignalDescriptions.abandon });
+  setHandler(
+    decideUpdate,
+    async ({ decision: kind, ...payload }) => {
+      const parsed = parseDecision(kind, payload);
+      if (!parsed.ok) throw new Error(parsed.error); // the validator already refused it
+      return new Promise<DecideResponse>((answer) =>
+        run.decisions.push({ ref: run.nextRef(), decision: parsed.decision, answer }),
+      );
+    },
+    {
+      description: decideUpdateDescription,
+      validator: ({ decision: kind, ...payload }) => {
+        const parsed = parseDecision(kind, payload);
+        if (!parsed.ok) throw new Error(parsed.error);
+        if (run.stage !== 'unknown') throw new Error(`not awaiting a decision: the effect is ${run.stage}`);
+      },
+    },
+  );
+}
