@@ -13,6 +13,7 @@ import type { DecisionKind } from '../domain/decisions.js';
 import { type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError } from '../ledger/errors.js';
+import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { registerEffect } from '../ledger/registration.js';
 import { type EffectTrail, listEffectsByStage, readFact, readTrail } from '../ledger/trail.js';
 import {
@@ -66,18 +67,24 @@ export class EffectLedgerClient {
 
   async approve(request: unknown): Promise<ApprovalResult> {
     const valid = validateEffectRequest(request);
-    const { effect, created } = await registerEffect(this.options.db, {
-      effectId: valid.effectId,
-      destination: valid.destination,
-      operation: valid.operation,
-      fingerprint: valid.fingerprint,
-      payload: valid.payload,
-      approvedBy: valid.approvedBy,
-      authorizationRef: valid.authorizationRef,
-      summary: valid.summary,
-      mechanism: valid.contract.mechanism,
-      keyRetentionSeconds: valid.contract.keyRetentionSeconds,
-    });
+    // The exact package that will leave is fixed now, with the approval, and never rebuilt.
+    const releasedPackage = valid.contract.buildPackage(valid.effectId, valid.operation, valid.payload);
+    const { effect, created } = await registerEffect(
+      this.options.db,
+      {
+        effectId: valid.effectId,
+        destination: valid.destination,
+        operation: valid.operation,
+        fingerprint: valid.fingerprint,
+        payload: valid.payload,
+        approvedBy: valid.approvedBy,
+        authorizationRef: valid.authorizationRef,
+        summary: valid.summary,
+        mechanism: valid.contract.mechanism,
+        keyRetentionSeconds: valid.contract.keyRetentionSeconds,
+      },
+      { package: releasedPackage, bodySha256: sha256Hex(canonicalJson(releasedPackage.body)) },
+    );
     const stage = effect.stage as EffectStage;
     if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
 
@@ -101,7 +108,7 @@ export class EffectLedgerClient {
         workflowIdReusePolicy: 'REJECT_DUPLICATE',
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: [
-          { key: effectStageKey, value: 'prepared' },
+          { key: effectStageKey, value: stage },
           { key: effectDestinationKey, value: effect.destination },
           { key: effectOperationKey, value: effect.operation },
           { key: effectSummaryKey, value: summary },

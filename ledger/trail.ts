@@ -94,3 +94,16 @@ export async function readFact(db: LedgerDb, effectId: string): Promise<typeof f
   const [fact] = await db.select().from(facts).where(eq(facts.effectId, effectId));
   return fact ?? null;
 }
+
+export async function readAttempt(
+  db: LedgerDb,
+  effectId: string,
+  step: string,
+  attemptNumber: number,
+): Promise<typeof attempts.$inferSelect | null> {
+  const [row] = await db
+    .select()
+    .from(attempts)
+    .where(and(eq(attempts.effectId, effectId), eq(attempts.step, step), eq(attempts.attemptNumber, attemptNumber)));
+  return row ?? null;
+}

@@ -7,7 +7,9 @@ type SendOnce = ReturnType<typeof sendActivity>;
 
 // @ts-expect-error the retried proxy cannot reach the send activity
 type RetriedSend = Retried['sendToDestination'];
+// @ts-expect-error nor the one-activity attempt that sends
+type RetriedAttempt = Retried['attemptOnce'];
 // @ts-expect-error the single-shot proxy carries nothing but the send
 type SendOnceWrites = SendOnce['recordAttempt'];
 
-export type { RetriedSend, SendOnceWrites };
+export type { RetriedAttempt, RetriedSend, SendOnceWrites };

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, type ReplayResult, Runtime, Worker } from '@temporalio/worker';
+import webpack from 'webpack';
 import {
   effectIdOf,
   eventTypes,
@@ -18,6 +19,7 @@ import {
 } from '../harness/histories/history-file.js';
 import { HISTORY_PATHS } from '../harness/histories/history-paths.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
+import { CONTINUE_AS_NEW_PATCH, ONE_ACTIVITY_ATTEMPT_PATCH } from '../workflows/patches.js';
 import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
 
 // The altered workflows fail by design; the core's warning per failed workflow task would be noise.
@@ -121,24 +123,38 @@ describe('replay of recorded histories', () => {
       assert.deepEqual(broken, expected);
     });
 
-    test(`without its patched() guard, the v2 change (continue-as-new in a long wait) breaks a v1 run that waited long`, async () => {
-      const unguarded = await bundleEffectWorkflows({
+    /** The workflow bundled with one patch's guard removed (webpack swaps the SDK module, defines its ID). */
+    const withoutGuard = (patchId: string) =>
+      bundleEffectWorkflows({
         webpackConfigHook: (config) => ({
           ...config,
           resolve: {
             ...config.resolve,
             alias: {
               ...(config.resolve?.alias as Record<string, string>),
-              '@temporalio/workflow$': altered('unguarded-patches.ts'),
+              '@temporalio/workflow$': altered('unguarded-patch.ts'),
             },
           },
+          plugins: [...(config.plugins ?? []), new webpack.DefinePlugin({ UNGUARDED: JSON.stringify(patchId) })],
         }),
       });
-      const results = await replayAll(unguarded);
+
+    test(`without its patched() guard, the v2 change (continue-as-new in a long wait) breaks a v1 run that waited long`, async () => {
+      const results = await replayAll(await withoutGuard(CONTINUE_AS_NEW_PATCH));
       const result = results.get('v1.long-wait.json');
       assert.equal(result?.error?.name, 'DeterminismViolationError', describeError(result));
       // Histories whose runs never waited that long take no patched branch: they replay either way.
       assert.equal(results.get('v1.open-awaiting-human.json')?.error, undefined);
+    });
+
+    test('without its patched() guard, the v3 change (one-activity attempts) breaks every v1 and v2 run', async () => {
+      const results = await replayAll(await withoutGuard(ONE_ACTIVITY_ATTEMPT_PATCH));
+      const broken = recorded.filter(({ file }) => results.get(file)?.error).map(({ file }) => file);
+      const older = recorded
+        .filter(({ file }) => (parseHistoryFileName(file)?.version ?? 0) < 3)
+        .map(({ file }) => file);
+      assert.ok(older.length > 0);
+      assert.deepEqual(broken, older);
     });
   });
 });

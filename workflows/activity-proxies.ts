@@ -2,8 +2,8 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { EffectActivities } from '../activities/index.js';
 
-/** The one activity that can create the external object. */
-type SendActivity = Pick<EffectActivities, 'sendToDestination'>;
+/** The activities that can create the external object: v3's attemptOnce, and v1/v2's sendToDestination. */
+type SendActivity = Pick<EffectActivities, 'attemptOnce' | 'sendToDestination'>;
 
 /** Ledger writes and readbacks are idempotent: retry them until they answer. */
 export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity>>({

@@ -1,9 +1,11 @@
 // One attempt: the intent is written (→ attempted), the released package is sent once, and the
 // provider's answer is recorded with the stage it leads to. Returns the classified outcome.
+// v3 does it in one activity (attemptOnce); v1/v2 runs replay their three (attemptInSteps).
 import { ActivityFailure, sleep } from '@temporalio/workflow';
+import type { AttemptReport } from '../activities/attempt-activities.js';
 import type { SendOutcome } from '../domain/destination-contract.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
-import { stageAfterOutcome } from '../domain/stages.js';
+import { type EffectStage, isEffectStage, isTerminal, stageAfterOutcome } from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
 import type { EffectRun } from './effect-run.js';
 
@@ -12,7 +14,7 @@ export function backoffMs(n: number, retryAfterMs?: number): number {
   return retryAfterMs ?? Math.min(60_000, 1000 * 2 ** Math.min(n - 1, 6));
 }
 
-export async function attempt(run: EffectRun): Promise<SendOutcome> {
+export async function attemptInSteps(run: EffectRun): Promise<SendOutcome> {
   const { input } = run;
   run.attemptNumber += 1;
   const made = await ledger.recordAttempt(input.effectId, MAIN_STEP, run.attemptNumber, run.releaseRevision);
@@ -44,4 +46,82 @@ export async function pauseBeforeResend(
   const pause = backoffMs(run.attemptNumber, outcome.retryAfterMs);
   run.await(`retry with the same key in ${Math.round(pause / 1000)} s (not sent: ${outcome.detail.reason})`);
   await sleep(pause);
+}
+
+/** What an attempt ended in, besides a provider outcome: the ledger showed the effect was settled before. */
+export type AttemptEnd =
+  | SendOutcome
+  | { class: 'recorded-before'; externalId: string; externalUrl: string | null }
+  | { class: 'ended-before'; stage: EffectStage };
+
+/**
+ * v3: one activity writes the attempt, sends and records the answer. It writes nothing, and says why,
+ * when the ledger holds a fact, attempts this run did not make (read back first), or no release yet.
+ */
+export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
+  const { input } = run;
+  run.attemptNumber += 1;
+  run.move('attempted', `the provider's answer to attempt ${run.attemptNumber}`);
+  for (;;) {
+    let report: AttemptReport;
+    try {
+      report = await sendActivity(input.callTimeoutMs).attemptOnce({
+        effectId: input.effectId,
+        step: MAIN_STEP,
+        attemptNumber: run.attemptNumber,
+        releaseRevision: run.releaseRevision,
+        callTimeoutMs: input.callTimeoutMs,
+      });
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      return lostAnswer(run, `provider call did not finish: ${error.cause?.message ?? error.message}`);
+    }
+    switch (report.kind) {
+      case 'unreleased':
+        await ledger.releaseEffect(input.effectId, MAIN_STEP);
+        continue;
+      case 'recorded-before':
+        return { class: 'recorded-before', ...report.fact };
+      case 'earlier-attempts':
+        run.attemptNumber = report.highestAttempt;
+        run.firstAttemptAt = report.firstAttemptStartedAt;
+        if (isEffectStage(report.stage) && isTerminal(report.stage))
+          return { class: 'ended-before', stage: report.stage };
+        return {
+          class: 'unknown',
+          detail: { reason: 'attempts this run did not make are in the ledger: read back first' },
+        };
+      case 'sent': {
+        const { attempt: made, outcome } = report;
+        run.firstAttemptAt ??= made.startedAt;
+        run.view.addAttempt(made);
+        if (!report.recorded) {
+          await ledger.recordResponse(made, input.destination, outcome, stageAfterOutcome(outcome.class));
+        }
+        run.view.settleAttempt(run.attemptNumber, outcome.class, outcome.detail.reason);
+        return outcome;
+      }
+    }
+  }
+}
+
+/** The send activity did not finish. With no attempt row nothing left (intent before send); else UNKNOWN. */
+async function lostAnswer(run: EffectRun, reason: string): Promise<SendOutcome> {
+  const { input } = run;
+  const made = await ledger.recordLostAnswer(input.effectId, MAIN_STEP, run.attemptNumber, reason);
+  if (!made) {
+    run.attemptNumber -= 1;
+    return {
+      class: 'not_sent',
+      detail: { reason: `${reason}; its attempt never reached the ledger, so nothing left` },
+    };
+  }
+  run.firstAttemptAt ??= made.startedAt;
+  run.view.addAttempt({
+    attemptNumber: run.attemptNumber,
+    idempotencyKey: made.idempotencyKey,
+    startedAt: made.startedAt,
+  });
+  run.view.settleAttempt(run.attemptNumber, 'unknown', reason);
+  return { class: 'unknown', detail: { reason } };
 }

@@ -1,32 +1,26 @@
 // One approved business effect, carried from release to a recorded fact. Workflow ID = effect ID.
 // Deterministic: no I/O here; the ledger and the destination are reached only through activities.
 // The function below is the stage diagram (README, "Stages"); each phase lives in its own module.
-import { MAIN_STEP } from '../domain/idempotency-key.js';
-import { ledger } from './activity-proxies.js';
-import { attempt, pauseBeforeResend } from './attempt.js';
+import { patched } from '@temporalio/workflow';
+import { attemptInSteps, attemptOnce, pauseBeforeResend } from './attempt.js';
 import type { EffectInput, EffectResult } from './contract.js';
 import { EffectRun } from './effect-run.js';
 import { handleMessages } from './messages.js';
+import { ONE_ACTIVITY_ATTEMPT_PATCH } from './patches.js';
 import { RETRY, reconcile } from './reconcile.js';
-
-export { CONTINUE_AS_NEW_PATCH } from './reconcile.js';
+import { releaseInWorkflow, takeUpRelease } from './release.js';
 
 export async function effectWorkflow(input: EffectInput): Promise<EffectResult> {
   const run = new EffectRun(input);
   handleMessages(run);
-  run.publish();
+  const v3 = patched(ONE_ACTIVITY_ATTEMPT_PATCH);
 
   // prepared → released; straight to recorded when the ledger already holds the fact.
-  const release = await ledger.releaseEffect(input.effectId, MAIN_STEP);
-  if (release.fact) {
-    run.view.setResult(release.fact.externalId, release.fact.externalUrl);
-    run.move('recorded');
-    return run.finish(run.result('the ledger already held this effect’s fact'));
+  if (v3) takeUpRelease(run);
+  else {
+    const settled = await releaseInWorkflow(run);
+    if (settled) return run.finish(settled);
   }
-  if (!input.carried) run.move('released');
-  run.releaseRevision = release.revision;
-  run.attemptNumber = release.attemptsSoFar;
-  run.firstAttemptAt = release.firstAttemptStartedAt;
 
   // An earlier run started attempts and left no outcome we trust: read back, never a blind second write.
   if (run.attemptNumber > 0) {
@@ -40,12 +34,18 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
 
   // attempted → recorded | rejected | unknown (→ reconcile) | not sent (same key again after a pause).
   for (;;) {
-    const outcome = await attempt(run);
+    const outcome = v3 ? await attemptOnce(run) : await attemptInSteps(run);
     switch (outcome.class) {
       case 'confirmed':
         run.view.setResult(outcome.externalId, outcome.externalUrl);
         run.move('recorded');
         return run.finish(run.result());
+      case 'recorded-before':
+        run.view.setResult(outcome.externalId, outcome.externalUrl);
+        run.move('recorded');
+        return run.finish(run.result('the ledger already held this effect’s fact'));
+      case 'ended-before':
+        return run.finish({ ...run.result(`an earlier run ended this effect ${outcome.stage}`), stage: outcome.stage });
       case 'rejected':
         run.move('rejected');
         return run.finish(run.result(outcome.detail.reason));

@@ -7,13 +7,10 @@ import { ledger } from './activity-proxies.js';
 import { backoffMs } from './attempt.js';
 import type { EffectResult } from './contract.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
+import { CONTINUE_AS_NEW_PATCH } from './patches.js';
 
 /** Automatic same-key retries after proven absence, before a human must decide. */
 export const MAX_AUTOMATIC_RETRIES = 3;
-
-// v2: a long wait for a human continues as new. A v1 run replays its past without it (no marker in its
-// history) and hands over at its next live check.
-export const CONTINUE_AS_NEW_PATCH = 'continue-as-new-while-awaiting-human';
 
 export const RETRY = 'retry';
 export type Resolution = typeof RETRY | EffectResult;

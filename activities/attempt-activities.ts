@@ -1,0 +1,135 @@
+// The happy path in one activity execution: write the attempt (intent before send, committed on its own),
+// send the released package once, and record the answer. One provider call per execution: the workflow
+// runs this with maximumAttempts 1, and anything it cannot finish becomes UNKNOWN and a readback.
+import { Context } from '@temporalio/activity';
+import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
+import { idempotencyKeyFor } from '../domain/idempotency-key.js';
+import { stageAfterOutcome } from '../domain/stages.js';
+import { beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
+import type { LedgerDb } from '../ledger/db.js';
+import { recordEvidence } from '../ledger/progress.js';
+import { readAttempt } from '../ledger/trail.js';
+import type { Destinations } from './destinations/registry.js';
+import type { AttemptRef } from './effect-activities.js';
+
+/** Time kept back from the activity's deadline for writing the answer after the call. */
+const ANSWER_MARGIN_MS = 1000;
+
+export interface AttemptRequest {
+  effectId: string;
+  step: string;
+  attemptNumber: number;
+  releaseRevision: number;
+  callTimeoutMs: number;
+}
+
+export type AttemptReport =
+  /** The attempt was written and the package sent (or not, with why); `recorded` says the answer is in the ledger. */
+  | { kind: 'sent'; attempt: AttemptRef; outcome: SendOutcome; recorded: boolean }
+  /** Nothing written: the ledger already holds this effect's fact. */
+  | { kind: 'recorded-before'; fact: { externalId: string; externalUrl: string | null } }
+  /** Nothing written: attempts this run did not make exist (an earlier run's), or the effect is terminal. */
+  | { kind: 'earlier-attempts'; highestAttempt: number; firstAttemptStartedAt: string | null; stage: string | null }
+  /** Nothing written: no release row (an effect approved before releases were made at approval). */
+  | { kind: 'unreleased' };
+
+export function createAttemptActivities({ db, destinations }: { db: LedgerDb; destinations: Destinations }) {
+  return {
+    /** → attempted → the provider's answer, recorded. Never throws for a provider outcome. */
+    async attemptOnce(request: AttemptRequest): Promise<AttemptReport> {
+      const { info } = Context.current();
+      const deadline = Date.now() + info.startToCloseTimeoutMs;
+      const idempotencyKey = idempotencyKeyFor(request.effectId, request.step);
+      const begun = await beginAttempt(db, {
+        ...request,
+        idempotencyKey,
+        workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow',
+      });
+      if (begun.fact) return { kind: 'recorded-before', fact: begun.fact };
+      if (!begun.release) return { kind: 'unreleased' };
+      if (!begun.attempt) {
+        return {
+          kind: 'earlier-attempts',
+          highestAttempt: begun.highestAttempt,
+          firstAttemptStartedAt: begun.firstAttemptStartedAt?.toISOString() ?? null,
+          stage: begun.stage,
+        };
+      }
+      const attempt: AttemptRef = {
+        effectId: request.effectId,
+        step: request.step,
+        attemptNumber: request.attemptNumber,
+        attemptId: begun.attempt.attemptId,
+        idempotencyKey,
+        startedAt: begun.attempt.startedAt.toISOString(),
+      };
+      const outcome = await sendBeforeDeadline(begun.release, attempt, request.callTimeoutMs, deadline);
+      const confirmed = outcome.class === 'confirmed' ? outcome : undefined;
+      const recorded = await recordAnswer(db, {
+        effectId: request.effectId,
+        attemptId: attempt.attemptId,
+        destination: begun.release.destination,
+        outcome: outcome.class,
+        httpStatus: outcome.httpStatus ?? null,
+        detail: outcome.detail,
+        stage: stageAfterOutcome(outcome.class),
+        fact: confirmed && {
+          externalId: confirmed.externalId,
+          externalUrl: confirmed.externalUrl ?? null,
+          occurredAt: confirmed.occurredAt,
+        },
+      }).then(
+        () => true,
+        // The answer is in the workflow's history either way; the workflow records it with retries.
+        () => false,
+      );
+      return { kind: 'sent', attempt, outcome, recorded };
+    },
+
+    /**
+     * The send activity did not finish (timed out, its worker died): what reached the ledger? Records
+     * the attempt's answer as unknown; returns the attempt, or null if its row was never written
+     * (then no request left: intent comes before send).
+     */
+    async recordLostAnswer(effectId: string, step: string, attemptNumber: number, reason: string) {
+      const row = await readAttempt(db, effectId, step, attemptNumber);
+      if (!row) return null;
+      await recordEvidence(
+        db,
+        { effectId, attemptId: row.attemptId, kind: 'response', outcome: 'unknown', detail: { reason } },
+        'unknown',
+      );
+      return { startedAt: row.startedAt.toISOString(), idempotencyKey: row.idempotencyKey, attemptId: row.attemptId };
+    },
+  };
+
+  /** Sends only with time for the whole call and the answer's write left; never after the deadline. */
+  async function sendBeforeDeadline(
+    release: { package: ReleasedPackage; destination: string; operation: string },
+    attempt: AttemptRef,
+    callTimeoutMs: number,
+    deadline: number,
+  ): Promise<SendOutcome> {
+    const left = deadline - Date.now() - ANSWER_MARGIN_MS;
+    if (left < callTimeoutMs) {
+      return {
+        class: 'not_sent',
+        detail: { reason: `too little time left before the activity's deadline (${left} ms): nothing was sent` },
+      };
+    }
+    const adapter = destinations[release.destination];
+    if (!adapter) {
+      return {
+        class: 'not_sent',
+        detail: { reason: `no adapter for destination ${release.destination} on this worker` },
+      };
+    }
+    return adapter.send({
+      effectId: attempt.effectId,
+      idempotencyKey: attempt.idempotencyKey,
+      operation: release.operation,
+      package: release.package,
+      timeoutMs: callTimeoutMs,
+    });
+  }
+}

@@ -1,0 +1,131 @@
+// The happy path's two writes, one statement each, made by the send activity itself: the attempt
+// (intent, committed before any byte leaves) and the provider's answer (evidence, the fact when it
+// confirms, and the stage). The database's constraints and triggers guard them as they guard every write.
+import { sql } from 'drizzle-orm';
+import type { ReleasedPackage } from '../domain/destination-contract.js';
+import type { OutcomeClass } from '../domain/outcomes.js';
+import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
+import type { LedgerDb } from './db.js';
+
+const terminal = sql.raw(TERMINAL_STAGES.map((stage) => `'${stage}'`).join(', '));
+
+export interface AttemptIntent {
+  effectId: string;
+  step: string;
+  attemptNumber: number;
+  idempotencyKey: string;
+  releaseRevision: number;
+  workflowRunId: string;
+}
+
+/** What the ledger held when the attempt was asked for, and the attempt if it was written. */
+export interface AttemptBegun {
+  /** Set when the row was written: the request may now leave. */
+  attempt: { attemptId: number; startedAt: Date } | null;
+  release: { package: ReleasedPackage; destination: string; operation: string } | null;
+  stage: EffectStage | null;
+  /** The highest attempt number the ledger holds for this step (0 for none). */
+  highestAttempt: number;
+  firstAttemptStartedAt: Date | null;
+  fact: { externalId: string; externalUrl: string | null } | null;
+}
+
+interface BeginRow extends Record<string, unknown> {
+  attempt_id: string | null;
+  started_at: string | null;
+  package: ReleasedPackage | null;
+  destination: string | null;
+  operation: string | null;
+  stage: EffectStage | null;
+  highest_attempt: string | null;
+  first_started_at: string | null;
+  fact_external_id: string | null;
+  fact_external_url: string | null;
+}
+
+/**
+ * Writes attempt N and moves the effect to `attempted`, in one statement, only if the effect is
+ * released, not terminal, has no fact, and no attempt numbered N or higher exists (an earlier run's
+ * attempt whose outcome this run does not know). Otherwise writes nothing and says what it found.
+ */
+export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise<AttemptBegun> {
+  const { effectId, step, attemptNumber, idempotencyKey, releaseRevision, workflowRunId } = intent;
+  const rows = await db.execute<BeginRow>(sql`
+    WITH released AS (
+      SELECT r.package, e.destination, e.operation, e.stage
+      FROM releases r JOIN effects e ON e.effect_id = r.effect_id
+      WHERE r.effect_id = ${effectId} AND r.revision = ${releaseRevision}
+    ), earlier AS (
+      SELECT max(attempt_number) AS highest, min(started_at) AS first
+      FROM attempts WHERE effect_id = ${effectId} AND step = ${step}
+    ), fact AS (
+      SELECT external_id, external_url FROM facts WHERE effect_id = ${effectId}
+    ), attempt AS (
+      INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id)
+      SELECT ${effectId}, ${step}, ${attemptNumber}, ${idempotencyKey}, ${releaseRevision}, ${workflowRunId}
+      FROM released, earlier
+      WHERE released.stage NOT IN (${terminal})
+        AND coalesce(earlier.highest, 0) < ${attemptNumber}
+        AND NOT EXISTS (SELECT 1 FROM fact)
+      RETURNING attempt_id, started_at
+    ), moved AS (
+      UPDATE effects SET stage = 'attempted', stage_changed_at = now()
+      WHERE effect_id = ${effectId} AND stage NOT IN ('attempted', ${terminal}) AND EXISTS (SELECT 1 FROM attempt)
+      RETURNING 1
+    )
+    SELECT attempt.attempt_id, attempt.started_at, released.package, released.destination, released.operation,
+           released.stage, earlier.highest AS highest_attempt, earlier.first AS first_started_at,
+           fact.external_id AS fact_external_id, fact.external_url AS fact_external_url
+    FROM earlier
+    LEFT JOIN released ON true
+    LEFT JOIN attempt ON true
+    LEFT JOIN fact ON true`);
+  const row = rows[0];
+  if (!row) throw new Error(`attempt ${effectId}#${attemptNumber}: the ledger returned no row`);
+  return {
+    attempt:
+      row.attempt_id === null
+        ? null
+        : { attemptId: Number(row.attempt_id), startedAt: new Date(row.started_at ?? Number.NaN) },
+    release:
+      row.package && row.destination && row.operation
+        ? { package: row.package, destination: row.destination, operation: row.operation }
+        : null,
+    stage: row.stage,
+    highestAttempt: Number(row.highest_attempt ?? 0),
+    firstAttemptStartedAt: row.first_started_at ? new Date(row.first_started_at) : null,
+    fact: row.fact_external_id ? { externalId: row.fact_external_id, externalUrl: row.fact_external_url } : null,
+  };
+}
+
+export interface AttemptAnswer {
+  effectId: string;
+  attemptId: number;
+  destination: string;
+  outcome: OutcomeClass;
+  httpStatus: number | null;
+  detail: unknown;
+  stage: EffectStage;
+  /** The canonical result, when the answer confirms the effect. */
+  fact?: { externalId: string; externalUrl: string | null; occurredAt: string };
+}
+
+/** The answer to an attempt, the fact when it confirms, and the stage it leads to: one statement. */
+export async function recordAnswer(db: LedgerDb, answer: AttemptAnswer): Promise<void> {
+  const { effectId, attemptId, destination, outcome, httpStatus, detail, stage, fact } = answer;
+  await db.execute(sql`
+    WITH evidence AS (
+      INSERT INTO provider_evidence (effect_id, attempt_id, kind, outcome, http_status, external_id, external_url, detail)
+      VALUES (${effectId}, ${attemptId}, 'response', ${outcome}, ${httpStatus}, ${fact?.externalId ?? null},
+              ${fact?.externalUrl ?? null}, ${JSON.stringify(detail ?? {})}::jsonb)
+      RETURNING evidence_id
+    ), fact AS (
+      INSERT INTO facts (effect_id, destination, external_id, external_url, occurred_at, confirmed_by, evidence_id)
+      SELECT ${effectId}, ${destination}, ${fact?.externalId ?? null}, ${fact?.externalUrl ?? null},
+             ${fact?.occurredAt ?? null}::timestamptz, 'provider_response', evidence_id
+      FROM evidence WHERE ${fact !== undefined}
+      RETURNING effect_id
+    )
+    UPDATE effects SET stage = ${stage}, stage_changed_at = now()
+    WHERE effect_id = ${effectId} AND stage NOT IN (${terminal}, ${stage})`);
+}
