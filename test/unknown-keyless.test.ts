@@ -193,25 +193,47 @@ describe('UNKNOWN on a key-less destination', () => {
     assert.equal(trail.decisions.length, 0);
   });
 
-  test('confirm with only a URL (nothing to check it against) → recorded by human, the evidence says unverified', async () => {
+  test('confirm with only a URL: resolved to the provider’s object and checked like an ID; the canonical URL is recorded; a URL that names nothing is refused', async () => {
     const effectId = 'post:launch-5';
-    const url = `https://social.example/linkedin-ru/posts/${'p'.repeat(300)}`;
-    await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
-    const answer = await stack.withWorker(async () => {
+    await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
+    const answers = await stack.withWorker(async () => {
       await stack.effects.approve(postRequest(effectId, 'Fifth launch'));
+      const [ours] = await waitFor(async () => {
+        const p = await postsFor(effectId);
+        return p.length ? p : undefined;
+      }, 'our post to exist at the provider');
+      await stack.simulator.crowdSocialFeed(100); // out of the listing's reach: only a human can confirm it
       await waitForStage(stack, effectId, 'unknown', 'a human decision');
-      return stack.effects.decide(effectId, 'confirm-delivery', {
-        actor: 'ops@example.com',
-        reason: 'posted by hand from the app',
-        externalUrl: url,
-      });
+      const confirm = (externalUrl: string) =>
+        stack.effects.decide(effectId, 'confirm-delivery', {
+          actor: 'ops@example.com',
+          reason: 'found it on the page',
+          externalUrl,
+        });
+      const elsewhere = await confirm(`https://social.example/linkedin-ru/posts/${'p'.repeat(300)}`);
+      const nothing = await confirm(`${stack.simulator.url}/social/v1/posts/post_doesnotexist`);
+      const right = await confirm(`${stack.simulator.url}/social/v1/posts/${ours!.id}/?utm_source=chat#top`);
+      return { ours: ours!, elsewhere, nothing, right };
     });
-    assert.deepEqual(answer, { accepted: true, stage: 'recorded' });
+    assert.equal(answers.elsewhere.accepted, false);
+    assert.match(answers.elsewhere.reason ?? '', /does not name a social-feed object .*\/social\/v1\/posts\/<id>/);
+    assert.equal(answers.nothing.accepted, false);
+    assert.match(answers.nothing.reason ?? '', /no object post_doesnotexist/);
+    assert.deepEqual(answers.right, { accepted: true, stage: 'recorded' });
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.fact?.confirmedBy, 'human');
-    assert.equal(trail.fact?.externalUrl, url);
+    assert.equal(trail.fact?.externalId, answers.ours.id);
+    assert.equal(trail.fact?.externalUrl, `${stack.simulator.url}/social/v1/posts/${answers.ours.id}`, 'canonical');
     const human = trail.evidence.find((e) => e.kind === 'human');
-    assert.match(String((human?.detail as { checked?: string } | undefined)?.checked), /not checkable/);
+    assert.match(String((human?.detail as { checked?: string } | undefined)?.checked), /exists and matches/);
+    assert.deepEqual(
+      trail.decisions.map((d) => [d.kind, d.accepted]),
+      [
+        ['confirm-delivery', false],
+        ['confirm-delivery', false],
+        ['confirm-delivery', true],
+      ],
+    );
   });
 
   test('a long wait for a human continues as new: same effect ID, attempts and decisions carried, the decision lands in the latest run', async () => {
