@@ -5,6 +5,7 @@ import type { RecordedDecisionKind } from '../domain/decisions.js';
 import type { ReleasedPackage } from '../domain/destination-contract.js';
 import type { ConfirmationMethod, Coverage, EvidenceKind, EvidenceOutcome } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
+import { storableJson, storableText } from '../domain/storable.js';
 import type { LedgerDb } from './db.js';
 import { LedgerInvariantError } from './errors.js';
 import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
@@ -170,7 +171,8 @@ export async function recordEvidence(
       if (evidenceId === undefined) {
         const [row] = await tx
           .insert(providerEvidence)
-          .values({ ...evidence, detail: evidence.detail ?? {} })
+          // What a provider said, made storable: a NUL in its answer must not block the record forever.
+          .values({ ...evidence, detail: storableJson(evidence.detail ?? {}) })
           .returning({ evidenceId: providerEvidence.evidenceId });
         if (!row) throw new LedgerInvariantError(`evidence for ${evidence.effectId} was not written`);
         evidenceId = row.evidenceId;
@@ -214,8 +216,12 @@ export async function recordDecision(db: LedgerDb, decision: DecisionInput, stag
         .insert(decisions)
         .values({
           ...decision,
-          payload: { value: decision.payload ?? null },
-          rejectionReason: decision.rejectionReason ?? null,
+          // A refused payload is recorded as it arrived, made storable: NUL or a lone surrogate in it (or
+          // in the actor or reason it names) must not make this write fail on every retry.
+          actor: storableText(decision.actor),
+          reason: storableText(decision.reason),
+          payload: { value: storableJson(decision.payload ?? null) },
+          rejectionReason: decision.rejectionReason == null ? null : storableText(decision.rejectionReason),
         })
         .onConflictDoNothing({ target: decisions.requestRef });
       if (stage) await setStage(tx, decision.effectId, stage);

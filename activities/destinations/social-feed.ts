@@ -10,6 +10,7 @@ import type {
   ReadbackResult,
   SendOutcome,
 } from '../../domain/destination-contract.js';
+import { cutText } from '../../domain/storable.js';
 import { isExactObject, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson, objectIdFromUrl } from './http-read.js';
@@ -47,8 +48,8 @@ export const socialFeedContract: DestinationContract = {
     };
   },
   describe(_operation, payload) {
-    const text = String(payload.text);
-    return `post on ${String(payload.channel)}: "${text.length > 40 ? `${text.slice(0, 40)}…` : text}"`;
+    // Cut by code points: half a surrogate pair is not text, and the summary goes to the ledger.
+    return `post on ${String(payload.channel)}: "${cutText(String(payload.text), 41)}"`;
   },
 };
 
