@@ -28,7 +28,7 @@ describe('UNKNOWN on a key-less destination', () => {
   const decisionRows = (effectId: string) =>
     stack.ledger.db.select().from(decisions).where(eq(decisions.effectId, effectId));
 
-  test('3b. fail before commit → readback proves absence → waits for a human (no automatic retry) → approve-retry → recorded; garbage decisions are refused and recorded (8)', async () => {
+  test('3b. fail before commit → readback proves absence → waits for a human (no automatic retry) → approve-retry → recorded; garbage decisions (poison text too) are refused and recorded (8)', async () => {
     const effectId = 'post:launch-1';
     await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
     await stack.withWorker(async () => {
@@ -61,17 +61,22 @@ describe('UNKNOWN on a key-less destination', () => {
       await handle.signal(confirmDeliverySignal, { actor: 'ops@example.com', reason: 'trust me' });
       await handle.signal(abandonSignal, { actor: 'ops@example.com', reason: 'x', force: true });
       await handle.signal('approve', { actor: 'ops@example.com', reason: 'typo in the signal name' });
+      // Text the ledger cannot store: refused, and recorded storable (accepted, its write would fail forever).
+      await handle.signal(approveRetrySignal, { actor: 'ops@example.com\u0000', reason: 'x\uD800' });
       await assert.rejects(
         stack.effects.decide(effectId, 'approve-retry', { actor: '', reason: 'x' }),
         WorkflowUpdateFailedError,
       );
       const refused = await waitFor(async () => {
         const rows = await decisionRows(effectId);
-        return rows.length === 6 ? rows : undefined;
-      }, 'six refused decisions in the ledger');
+        return rows.length === 7 ? rows : undefined;
+      }, 'seven refused decisions in the ledger');
       assert.ok(refused.every((d) => !d.accepted && d.rejectionReason));
+      const poisoned = refused.find((d) => d.actor === 'ops@example.com\uFFFD');
+      assert.match(poisoned?.rejectionReason ?? '', /actor contains a NUL/);
       assert.deepEqual(refused.map((d) => d.kind).sort(), [
         'abandon',
+        'approve-retry',
         'approve-retry',
         'approve-retry',
         'approve-retry',
