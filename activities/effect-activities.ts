@@ -43,7 +43,7 @@ function invariantFailure(error: unknown): never {
 }
 
 function adapterFor(destinations: Destinations, name: string) {
-  const adapter = destinations[name];
+  const adapter = Object.hasOwn(destinations, name) ? destinations[name] : undefined;
   if (!adapter)
     throw ApplicationFailure.nonRetryable(`no adapter for destination ${name} on this worker`, 'UnknownDestination');
   return adapter;

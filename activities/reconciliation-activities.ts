@@ -30,7 +30,7 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
         `release ${target.effectId}#${target.releaseRevision} not found`,
         'ReleaseNotFound',
       );
-    const adapter = destinations[found.destination];
+    const adapter = Object.hasOwn(destinations, found.destination) ? destinations[found.destination] : undefined;
     if (!adapter)
       throw ApplicationFailure.nonRetryable(`no adapter for destination ${found.destination}`, 'UnknownDestination');
     const request: ReadbackRequest = {
@@ -77,7 +77,12 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
       await recordDecision(db, decision, stage);
     },
 
-    /** A human says the effect happened: check the named object at the destination where possible. */
+    /**
+     * A human says the effect happened, naming the object by ID and/or URL. A URL is resolved to the object
+     * it names (the adapter knows its URL shapes); the object is then checked like one named by ID: it must
+     * exist and carry this effect's reference and released body. The fact records the provider's own ID
+     * and canonical URL, never the text typed. Anything that does not check out is refused, with why.
+     */
     async confirmDelivery(
       target: ReadbackTarget,
       decision: Extract<Decision, { kind: 'confirm-delivery' }>,
@@ -93,25 +98,29 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
         payload: decision,
         accepted: false,
       };
-      // parseDecision guarantees an ID or a URL.
-      let externalId = decision.externalId ?? decision.externalUrl ?? '';
-      let externalUrl = decision.externalUrl;
-      let occurredAt = new Date().toISOString();
-      let checked = 'not checkable: only a URL was given';
-      if (decision.externalId) {
-        const seen = await adapter.lookup(decision.externalId, request);
-        if (!seen.exists || !seen.matchesRelease) {
-          const reason = seen.exists
-            ? `object ${decision.externalId} does not carry this effect's reference and released body`
-            : `the destination has no object ${decision.externalId}`;
-          await recordDecision(db, { ...base, rejectionReason: reason });
-          return { accepted: false, reason };
-        }
-        externalId = seen.externalId;
-        externalUrl = decision.externalUrl ?? seen.externalUrl;
-        occurredAt = seen.occurredAt;
-        checked = 'checked at the destination: exists and matches the release';
+      const refuse = async (reason: string): Promise<ConfirmOutcome> => {
+        await recordDecision(db, { ...base, rejectionReason: reason });
+        return { accepted: false, reason };
+      };
+      let named = decision.externalId;
+      if (decision.externalUrl !== undefined) {
+        const fromUrl = adapter.resolveUrl(decision.externalUrl);
+        if (fromUrl === null)
+          return refuse(
+            `the URL ${decision.externalUrl} does not name a ${destination} object (its object URLs look like ${adapter.objectUrlShape}); give the externalId or the object's URL`,
+          );
+        if (named !== undefined && named !== fromUrl)
+          return refuse(`the URL names object ${fromUrl} but externalId says ${named}`);
+        named = fromUrl;
       }
+      // parseDecision guarantees an ID or a URL.
+      if (named === undefined) return refuse('confirm-delivery needs evidence: externalId and/or externalUrl');
+      const seen = await adapter.lookup(named, request);
+      if (!seen.exists) return refuse(`the destination has no object ${named}`);
+      if (seen.externalId !== named) return refuse(`the destination answered object ${seen.externalId} for ${named}`);
+      if (!seen.matchesRelease)
+        return refuse(`object ${named} does not carry this effect's reference and released body`);
+      const { externalId, externalUrl, occurredAt } = seen;
       await recordEvidence(
         db,
         {
@@ -121,7 +130,12 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
           outcome: 'found',
           externalId,
           externalUrl: externalUrl ?? null,
-          detail: { actor: decision.actor, reason: decision.reason, checked },
+          detail: {
+            actor: decision.actor,
+            reason: decision.reason,
+            checked: 'checked at the destination: exists and matches the release',
+            ...(decision.externalUrl !== undefined ? { typedUrl: decision.externalUrl } : {}),
+          },
         },
         'recorded',
         { destination, externalId, externalUrl: externalUrl ?? null, occurredAt, confirmedBy: 'human' },

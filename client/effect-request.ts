@@ -4,11 +4,18 @@ import { z } from 'zod';
 import { destinationContracts } from '../activities/destinations/registry.js';
 import type { DestinationContract } from '../domain/destination-contract.js';
 import { EFFECT_ID_PATTERN, EFFECT_ID_RULE } from '../domain/effect-id.js';
+import { cutText, findJsonProblem, MAX_JSON_DEPTH, RESERVED_KEYS, textProblem } from '../domain/storable.js';
 import { InvalidEffectRequestError } from '../ledger/errors.js';
 import { canonicalJson, effectFingerprint, NotJsonError } from '../ledger/fingerprint.js';
 
 /** The payload's canonical JSON may not exceed this many bytes. */
 export const MAX_PAYLOAD_BYTES = 16 * 1024;
+
+/** The payload's deepest nesting of objects and arrays (the payload itself is level 1). */
+export const MAX_PAYLOAD_DEPTH = MAX_JSON_DEPTH;
+
+/** The request's text fields, checked for what PostgreSQL cannot store before anything else reads them. */
+const TEXT_FIELDS = ['effectId', 'destination', 'operation', 'approvedBy', 'authorizationRef', 'summary'] as const;
 
 export const effectRequestSchema = z
   .object({
@@ -31,10 +38,43 @@ export interface ValidatedEffectRequest extends EffectRequest {
   summary: string;
 }
 
-/** Display text fits the ledger's 300-character summary, whatever the payload held. */
+/** Display text fits the ledger's 300-character summary, whatever the payload held; never half a surrogate pair. */
 function oneLine(text: string, max = 200): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return cutText(text.replace(/\s+/g, ' ').trim(), max);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Poison refused at the door, before zod, hashing or anything recursive touches the request: text
+ * PostgreSQL cannot store (NUL, lone surrogates) in any field, key or payload string; reserved keys;
+ * nesting past MAX_PAYLOAD_DEPTH; circular values; more values than the size limit could hold.
+ */
+function refusePoison(raw: unknown): void {
+  if (!isPlainObject(raw)) return; // zod says what is wrong with it
+  const issues: string[] = [];
+  for (const key of Object.keys(raw)) {
+    const problem = textProblem(key);
+    if (problem) issues.push(`(request): a field name ${problem}`);
+    else if (RESERVED_KEYS.includes(key)) issues.push(`(request): the field name "${key}" is reserved`);
+  }
+  for (const field of TEXT_FIELDS) {
+    const value = raw[field];
+    const problem = typeof value === 'string' ? textProblem(value) : null;
+    if (problem) issues.push(`${field}: ${problem}`);
+  }
+  if (issues.length) throw new InvalidEffectRequestError('malformed', 'malformed effect request', issues);
+  if (!isPlainObject(raw.payload)) return;
+  // Every value takes at least one byte of JSON: more values than bytes allowed is too large, unread.
+  const problem = findJsonProblem(raw.payload, 'payload', { maxDepth: MAX_PAYLOAD_DEPTH, maxNodes: MAX_PAYLOAD_BYTES });
+  if (problem?.kind === 'size')
+    throw new InvalidEffectRequestError('payload_too_large', `payload is larger than ${MAX_PAYLOAD_BYTES} bytes`, [
+      problem.message,
+    ]);
+  if (problem)
+    throw new InvalidEffectRequestError('invalid_payload', 'payload is not storable JSON', [problem.message]);
 }
 
 function issuesOf(error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string[] {
@@ -42,11 +82,15 @@ function issuesOf(error: { issues: readonly { path: readonly PropertyKey[]; mess
 }
 
 export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
+  refusePoison(raw);
   const parsed = effectRequestSchema.safeParse(raw);
   if (!parsed.success)
     throw new InvalidEffectRequestError('malformed', 'malformed effect request', issuesOf(parsed.error));
   const request = parsed.data;
-  const contract = destinationContracts[request.destination];
+  // Object.hasOwn: "constructor" or "toString" name no destination, whatever Object.prototype holds.
+  const contract = Object.hasOwn(destinationContracts, request.destination)
+    ? destinationContracts[request.destination]
+    : undefined;
   if (!contract) {
     throw new InvalidEffectRequestError(
       'unknown_destination',
@@ -54,7 +98,9 @@ export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
       [`known: ${Object.keys(destinationContracts).join(', ')}`],
     );
   }
-  const payloadSchema = contract.operations[request.operation];
+  const payloadSchema = Object.hasOwn(contract.operations, request.operation)
+    ? contract.operations[request.operation]
+    : undefined;
   if (!payloadSchema) {
     throw new InvalidEffectRequestError(
       'unknown_operation',

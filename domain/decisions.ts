@@ -1,6 +1,9 @@
 // Human decisions on an effect frozen in UNKNOWN, as an operator types them in the Web UI: one JSON
 // object per signal. Pure validation (no zod: nothing here may drag more than plain code into the
 // workflow bundle); a payload that fails is recorded as a rejected decision and changes nothing.
+// Text the ledger cannot store (NUL, lone surrogates) is refused here: accepted, it would make the
+// recordDecision activity fail the same way on every retry.
+import { cutText, shownText, storableText, textProblem } from './storable.js';
 
 export const DECISION_KINDS = ['approve-retry', 'confirm-delivery', 'abandon'] as const;
 export type DecisionKind = (typeof DECISION_KINDS)[number];
@@ -39,6 +42,8 @@ function text(raw: Record<string, unknown>, field: string, max: number): string 
   if (value === undefined) return undefined;
   if (typeof value !== 'string')
     return new Error(`${field} must be a string, got ${value === null ? 'null' : typeof value}`);
+  const problem = textProblem(value);
+  if (problem) return new Error(`${field} ${problem}`);
   const trimmed = value.trim();
   if (!trimmed) return new Error(`${field} must not be empty`);
   if (trimmed.length > max) return new Error(`${field} is longer than ${max} characters`);
@@ -50,14 +55,18 @@ export function isDecisionKind(value: unknown): value is DecisionKind {
 }
 
 export function parseDecision(kind: unknown, raw: unknown): ParsedDecision {
-  const actorHint = isPlainObject(raw) && typeof raw.actor === 'string' ? raw.actor.trim().slice(0, 200) : '';
+  // Who sent a refused payload, as far as it says: storable and cut by code points, whatever it held.
+  const actorHint =
+    isPlainObject(raw) && typeof raw.actor === 'string' ? cutText(storableText(raw.actor.trim()), 200) : '';
   const fail = (error: string): ParsedDecision => ({ ok: false, error, actor: actorHint });
   if (!isDecisionKind(kind))
     return fail(`unknown decision ${JSON.stringify(kind)}; expected one of ${DECISION_KINDS.join(', ')}`);
   if (!isPlainObject(raw)) return fail(`the payload must be one JSON object, e.g. ${DECISION_EXAMPLES[kind]}`);
   const unknownFields = Object.keys(raw).filter((k) => !FIELDS[kind].includes(k));
   if (unknownFields.length)
-    return fail(`unknown field(s) ${unknownFields.join(', ')}; ${kind} takes ${FIELDS[kind].join(', ')}`);
+    return fail(
+      `unknown field(s) ${unknownFields.map(shownText).join(', ')}; ${kind} takes ${FIELDS[kind].join(', ')}`,
+    );
   const actor = text(raw, 'actor', 200);
   const reason = text(raw, 'reason', 1000);
   for (const value of [actor, reason]) if (value instanceof Error) return fail(value.message);

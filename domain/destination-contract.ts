@@ -122,4 +122,11 @@ export interface DestinationAdapter extends DestinationContract {
   readBack(request: ReadbackRequest): Promise<ReadbackResult>;
   /** Fetches one object by its ID, to check a human's evidence. */
   lookup(externalId: string, request: ReadbackRequest): Promise<LookupResult>;
+  /**
+   * The object ID a URL of this destination names (query and fragment ignored), or null when the URL
+   * has none of the destination's object URL shapes: a human may confirm by URL alone.
+   */
+  resolveUrl(url: string): string | null;
+  /** What the destination's object URLs look like, for a refusal's message, e.g. "https://…/v1/objects/<id>". */
+  objectUrlShape: string;
 }

@@ -7,6 +7,14 @@ export const MAIN_STEP = 'main';
 /** Step names: short, lower-case; the ledger's `step_format` CHECK is built from this source. */
 export const STEP_SOURCE = '^[a-z][a-z0-9_-]{0,31}$';
 
+/**
+ * Between the effect ID and a step name. Effect IDs may contain `:` (`refund:A-1`), so `:` would let
+ * effect `A` step `x` and effect `A:x` share the key `A:x`; `~` is outside the effect ID's character
+ * set (domain/effect-id.ts) and the step's, so every key names exactly one (effect, step).
+ */
+export const STEP_SEPARATOR = '~';
+
 export function idempotencyKeyFor(effectId: string, step: string = MAIN_STEP): string {
-  return step === MAIN_STEP ? effectId : `${effectId}:${step}`;
+  // The main step's key is the effect ID itself (recorded histories and providers' stored keys rely on it).
+  return step === MAIN_STEP ? effectId : `${effectId}${STEP_SEPARATOR}${step}`;
 }

@@ -126,6 +126,8 @@ export async function recordAnswer(db: LedgerDb, answer: AttemptAnswer): Promise
       FROM evidence WHERE ${fact !== undefined}
       RETURNING effect_id
     )
+    -- Reading the fact CTE makes it run before the row is updated: the stage guard then sees the fact.
     UPDATE effects SET stage = ${stage}, stage_changed_at = now()
-    WHERE effect_id = ${effectId} AND stage NOT IN (${terminal}, ${stage})`);
+    WHERE effect_id = ${effectId} AND stage NOT IN (${terminal}, ${stage})
+      AND (${fact === undefined} OR EXISTS (SELECT 1 FROM fact))`);
 }

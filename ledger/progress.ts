@@ -5,6 +5,7 @@ import type { RecordedDecisionKind } from '../domain/decisions.js';
 import type { ReleasedPackage } from '../domain/destination-contract.js';
 import type { ConfirmationMethod, Coverage, EvidenceKind, EvidenceOutcome } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
+import { storableJson, storableText } from '../domain/storable.js';
 import type { LedgerDb } from './db.js';
 import { LedgerInvariantError } from './errors.js';
 import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
@@ -12,6 +13,22 @@ import { attempts, decisions, effects, facts, providerEvidence, releases } from 
 type Tx = Parameters<Parameters<LedgerDb['transaction']>[0]>[0];
 export type FactRow = typeof facts.$inferSelect;
 export type ReleaseRow = typeof releases.$inferSelect;
+
+/**
+ * A write the database refuses by a trigger (integrity_constraint_violation) or a CHECK is an invariant,
+ * not a transient failure: retrying cannot help, so it surfaces as LedgerInvariantError (non-retryable
+ * in the activities) instead of an activity retried forever.
+ */
+const REFUSAL_CODES = new Set(['23000', '23514']);
+
+export function refusedByLedger(error: unknown): never {
+  for (let current = error, depth = 0; current && depth < 3; current = (current as Error).cause, depth++) {
+    const { code, message } = current as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && REFUSAL_CODES.has(code))
+      throw new LedgerInvariantError(`the ledger refused the write: ${String(message)}`, { cause: error });
+  }
+  throw error;
+}
 
 /** Moves the ledger's copy of the stage; terminal stages are final (the database refuses too). */
 async function setStage(tx: Tx | LedgerDb, effectId: string, stage: EffectStage): Promise<void> {
@@ -39,33 +56,35 @@ export interface ReleaseState {
 
 /** Fixes the package allowed to leave. A second call with the same body is a no-op; another body is refused. */
 export async function releaseEffect(db: LedgerDb, input: ReleaseInput, step: string): Promise<ReleaseState> {
-  return db.transaction(async (tx) => {
-    await tx
-      .insert(releases)
-      .values(input)
-      .onConflictDoNothing({ target: [releases.effectId, releases.revision] });
-    const [release] = await tx
-      .select()
-      .from(releases)
-      .where(and(eq(releases.effectId, input.effectId), eq(releases.revision, input.revision)));
-    if (!release) throw new LedgerInvariantError(`release ${input.effectId}#${input.revision} vanished`);
-    if (release.bodySha256 !== input.bodySha256) {
-      throw new LedgerInvariantError(
-        `release ${input.effectId}#${input.revision} exists with another body; an edit needs a new revision`,
-      );
-    }
-    const [fact] = await tx.select().from(facts).where(eq(facts.effectId, input.effectId));
-    const [made] = await tx
-      .select({ n: count(), first: min(attempts.startedAt) })
-      .from(attempts)
-      .where(and(eq(attempts.effectId, input.effectId), eq(attempts.step, step)));
-    if (!fact)
+  return db
+    .transaction(async (tx) => {
       await tx
-        .update(effects)
-        .set({ stage: 'released', stageChangedAt: sql`now()` })
-        .where(and(eq(effects.effectId, input.effectId), eq(effects.stage, 'prepared')));
-    return { release, fact: fact ?? null, attemptsSoFar: made?.n ?? 0, firstAttemptStartedAt: made?.first ?? null };
-  });
+        .insert(releases)
+        .values(input)
+        .onConflictDoNothing({ target: [releases.effectId, releases.revision] });
+      const [release] = await tx
+        .select()
+        .from(releases)
+        .where(and(eq(releases.effectId, input.effectId), eq(releases.revision, input.revision)));
+      if (!release) throw new LedgerInvariantError(`release ${input.effectId}#${input.revision} vanished`);
+      if (release.bodySha256 !== input.bodySha256) {
+        throw new LedgerInvariantError(
+          `release ${input.effectId}#${input.revision} exists with another body; an edit needs a new revision`,
+        );
+      }
+      const [fact] = await tx.select().from(facts).where(eq(facts.effectId, input.effectId));
+      const [made] = await tx
+        .select({ n: count(), first: min(attempts.startedAt) })
+        .from(attempts)
+        .where(and(eq(attempts.effectId, input.effectId), eq(attempts.step, step)));
+      if (!fact)
+        await tx
+          .update(effects)
+          .set({ stage: 'released', stageChangedAt: sql`now()` })
+          .where(and(eq(effects.effectId, input.effectId), eq(effects.stage, 'prepared')));
+      return { release, fact: fact ?? null, attemptsSoFar: made?.n ?? 0, firstAttemptStartedAt: made?.first ?? null };
+    })
+    .catch(refusedByLedger);
 }
 
 export interface AttemptInput {
@@ -82,28 +101,30 @@ export async function recordAttempt(
   db: LedgerDb,
   input: AttemptInput,
 ): Promise<{ attemptId: number; startedAt: Date }> {
-  return db.transaction(async (tx) => {
-    await tx
-      .insert(attempts)
-      .values(input)
-      .onConflictDoNothing({ target: [attempts.effectId, attempts.step, attempts.attemptNumber] });
-    const [row] = await tx
-      .select({ attemptId: attempts.attemptId, startedAt: attempts.startedAt, key: attempts.idempotencyKey })
-      .from(attempts)
-      .where(
-        and(
-          eq(attempts.effectId, input.effectId),
-          eq(attempts.step, input.step),
-          eq(attempts.attemptNumber, input.attemptNumber),
-        ),
-      );
-    if (!row || row.key !== input.idempotencyKey)
-      throw new LedgerInvariantError(
-        `attempt ${input.effectId}/${input.step}#${input.attemptNumber} exists with another key`,
-      );
-    await setStage(tx, input.effectId, 'attempted');
-    return { attemptId: row.attemptId, startedAt: row.startedAt };
-  });
+  return db
+    .transaction(async (tx) => {
+      await tx
+        .insert(attempts)
+        .values(input)
+        .onConflictDoNothing({ target: [attempts.effectId, attempts.step, attempts.attemptNumber] });
+      const [row] = await tx
+        .select({ attemptId: attempts.attemptId, startedAt: attempts.startedAt, key: attempts.idempotencyKey })
+        .from(attempts)
+        .where(
+          and(
+            eq(attempts.effectId, input.effectId),
+            eq(attempts.step, input.step),
+            eq(attempts.attemptNumber, input.attemptNumber),
+          ),
+        );
+      if (!row || row.key !== input.idempotencyKey)
+        throw new LedgerInvariantError(
+          `attempt ${input.effectId}/${input.step}#${input.attemptNumber} exists with another key`,
+        );
+      await setStage(tx, input.effectId, 'attempted');
+      return { attemptId: row.attemptId, startedAt: row.startedAt };
+    })
+    .catch(refusedByLedger);
 }
 
 export interface EvidenceInput {
@@ -136,41 +157,44 @@ export async function recordEvidence(
   stage: EffectStage,
   fact?: FactInput,
 ): Promise<{ evidenceId: number; fact: FactRow | null }> {
-  return db.transaction(async (tx) => {
-    let evidenceId: number | undefined;
-    if (evidence.kind === 'response' && evidence.attemptId !== null) {
-      // One response per attempt (partial unique index): a retried activity finds its own row.
-      const [existing] = await tx
-        .select({ evidenceId: providerEvidence.evidenceId })
-        .from(providerEvidence)
-        .where(and(eq(providerEvidence.attemptId, evidence.attemptId), eq(providerEvidence.kind, 'response')));
-      evidenceId = existing?.evidenceId;
-    }
-    if (evidenceId === undefined) {
-      const [row] = await tx
-        .insert(providerEvidence)
-        .values({ ...evidence, detail: evidence.detail ?? {} })
-        .returning({ evidenceId: providerEvidence.evidenceId });
-      if (!row) throw new LedgerInvariantError(`evidence for ${evidence.effectId} was not written`);
-      evidenceId = row.evidenceId;
-    }
-    let factRow: FactRow | null = null;
-    if (fact) {
-      await tx
-        .insert(facts)
-        .values({ effectId: evidence.effectId, ...fact, occurredAt: new Date(fact.occurredAt), evidenceId })
-        .onConflictDoNothing({ target: facts.effectId });
-      const [row] = await tx.select().from(facts).where(eq(facts.effectId, evidence.effectId));
-      if (!row || row.externalId !== fact.externalId) {
-        throw new LedgerInvariantError(
-          `effect ${evidence.effectId} already has fact ${row?.externalId}; refusing ${fact.externalId}`,
-        );
+  return db
+    .transaction(async (tx) => {
+      let evidenceId: number | undefined;
+      if (evidence.kind === 'response' && evidence.attemptId !== null) {
+        // One response per attempt (partial unique index): a retried activity finds its own row.
+        const [existing] = await tx
+          .select({ evidenceId: providerEvidence.evidenceId })
+          .from(providerEvidence)
+          .where(and(eq(providerEvidence.attemptId, evidence.attemptId), eq(providerEvidence.kind, 'response')));
+        evidenceId = existing?.evidenceId;
       }
-      factRow = row;
-    }
-    await setStage(tx, evidence.effectId, stage);
-    return { evidenceId, fact: factRow };
-  });
+      if (evidenceId === undefined) {
+        const [row] = await tx
+          .insert(providerEvidence)
+          // What a provider said, made storable: a NUL in its answer must not block the record forever.
+          .values({ ...evidence, detail: storableJson(evidence.detail ?? {}) })
+          .returning({ evidenceId: providerEvidence.evidenceId });
+        if (!row) throw new LedgerInvariantError(`evidence for ${evidence.effectId} was not written`);
+        evidenceId = row.evidenceId;
+      }
+      let factRow: FactRow | null = null;
+      if (fact) {
+        await tx
+          .insert(facts)
+          .values({ effectId: evidence.effectId, ...fact, occurredAt: new Date(fact.occurredAt), evidenceId })
+          .onConflictDoNothing({ target: facts.effectId });
+        const [row] = await tx.select().from(facts).where(eq(facts.effectId, evidence.effectId));
+        if (!row || row.externalId !== fact.externalId) {
+          throw new LedgerInvariantError(
+            `effect ${evidence.effectId} already has fact ${row?.externalId}; refusing ${fact.externalId}`,
+          );
+        }
+        factRow = row;
+      }
+      await setStage(tx, evidence.effectId, stage);
+      return { evidenceId, fact: factRow };
+    })
+    .catch(refusedByLedger);
 }
 
 export interface DecisionInput {
@@ -186,15 +210,21 @@ export interface DecisionInput {
 
 /** A human's decision, accepted or not; with `stage`, moves the effect in the same transaction. */
 export async function recordDecision(db: LedgerDb, decision: DecisionInput, stage?: EffectStage): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx
-      .insert(decisions)
-      .values({
-        ...decision,
-        payload: { value: decision.payload ?? null },
-        rejectionReason: decision.rejectionReason ?? null,
-      })
-      .onConflictDoNothing({ target: decisions.requestRef });
-    if (stage) await setStage(tx, decision.effectId, stage);
-  });
+  await db
+    .transaction(async (tx) => {
+      await tx
+        .insert(decisions)
+        .values({
+          ...decision,
+          // A refused payload is recorded as it arrived, made storable: NUL or a lone surrogate in it (or
+          // in the actor or reason it names) must not make this write fail on every retry.
+          actor: storableText(decision.actor),
+          reason: storableText(decision.reason),
+          payload: { value: storableJson(decision.payload ?? null) },
+          rejectionReason: decision.rejectionReason == null ? null : storableText(decision.rejectionReason),
+        })
+        .onConflictDoNothing({ target: decisions.requestRef });
+      if (stage) await setStage(tx, decision.effectId, stage);
+    })
+    .catch(refusedByLedger);
 }

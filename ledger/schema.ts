@@ -19,7 +19,7 @@ import {
 import { RECORDED_DECISION_KINDS } from '../domain/decisions.js';
 import { DEDUPE_MECHANISMS } from '../domain/destination-contract.js';
 import { EFFECT_ID_SOURCE } from '../domain/effect-id.js';
-import { STEP_SOURCE } from '../domain/idempotency-key.js';
+import { MAIN_STEP, STEP_SEPARATOR, STEP_SOURCE } from '../domain/idempotency-key.js';
 import { CONFIRMATION_METHODS, COVERAGES, EVIDENCE_KINDS, EVIDENCE_OUTCOMES } from '../domain/outcomes.js';
 import { EFFECT_STAGES } from '../domain/stages.js';
 
@@ -108,9 +108,10 @@ export const attempts = pgTable(
     uniqueIndex('attempts_effect_step_number_uq').on(t.effectId, t.step, t.attemptNumber),
     check('attempt_number_positive', sql`${t.attemptNumber} >= 1`),
     check('step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
+    // The main step's key is the effect ID; another step's is effect ID + '~' + step (domain/idempotency-key.ts).
     check(
       'key_is_effect_scoped',
-      sql`${t.idempotencyKey} = ${t.effectId} OR ${t.idempotencyKey} = ${t.effectId} || ':' || ${t.step}`,
+      sql`(${t.step} = ${sql.raw(literal(MAIN_STEP))} AND ${t.idempotencyKey} = ${t.effectId}) OR (${t.step} <> ${sql.raw(literal(MAIN_STEP))} AND ${t.idempotencyKey} = ${t.effectId} || ${sql.raw(literal(STEP_SEPARATOR))} || ${t.step})`,
     ),
   ],
 );

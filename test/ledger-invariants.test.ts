@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import postgres from 'postgres';
+import { openLedger } from '../ledger/db.js';
+import { LedgerInvariantError } from '../ledger/errors.js';
 import { migrateLedger } from '../ledger/migrate.js';
+import { recordAttempt, recordDecision, recordEvidence, releaseEffect } from '../ledger/progress.js';
+import { readEffect } from '../ledger/trail.js';
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const sha = (c: string) => c.repeat(64);
@@ -11,13 +15,15 @@ const sha = (c: string) => c.repeat(64);
 describe('ledger invariants (enforced by PostgreSQL)', () => {
   const dbName = `effect_ledger_test_${randomBytes(5).toString('hex')}`;
   let sql: postgres.Sql;
+  let url: string;
 
   before(async () => {
-    const url = new URL(adminUrl);
-    url.pathname = `/${dbName}`;
-    await migrateLedger(url.toString());
-    await migrateLedger(url.toString()); // applying twice is a no-op
-    sql = postgres(url.toString(), { max: 1, onnotice: () => {} });
+    const u = new URL(adminUrl);
+    u.pathname = `/${dbName}`;
+    url = u.toString();
+    await migrateLedger(url);
+    await migrateLedger(url); // applying twice is a no-op
+    sql = postgres(url, { max: 1, onnotice: () => {} });
     await sql`INSERT INTO effects (effect_id, destination, operation, fingerprint, payload, approved_by, authorization_ref, summary, mechanism)
               VALUES ('e-1', 'keyed-api', 'task.create', ${sha('a')}, '{}', 'ana', 'T-1', 'task', 'idempotency_key')`;
     await sql`INSERT INTO releases (effect_id, revision, target, package, body_sha256, released_by) VALUES ('e-1', 1, 'POST /v1/objects', '{}', ${sha('b')}, 'ana')`;
@@ -107,5 +113,178 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
     await sql`UPDATE effects SET stage = 'recorded' WHERE effect_id = 'e-1'`;
     await assert.rejects(sql`UPDATE effects SET stage = 'attempted' WHERE effect_id = 'e-1'`, /terminal/);
     await assert.rejects(sql`UPDATE effects SET stage = 'done' WHERE effect_id = 'e-2'`, /stage_known/);
+  });
+
+  // Issue 10: "never two, never lost, never silently stuck" — however a workflow got there.
+  const effect = (id: string, destination = 'keyed-api') =>
+    sql`INSERT INTO effects (effect_id, destination, operation, fingerprint, payload, approved_by, authorization_ref, summary, mechanism)
+        VALUES (${id}, ${destination}, 'task.create', ${sha('a')}, '{}', 'ana', 'T-1', 'task', 'idempotency_key')`;
+  const release = (id: string) =>
+    sql`INSERT INTO releases (effect_id, revision, target, package, body_sha256, released_by) VALUES (${id}, 1, 'POST /v1/objects', '{}', ${sha('b')}, 'ana')`;
+  const attempt = (id: string, n: number, step = 'main', key = id) =>
+    sql`INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id) VALUES (${id}, ${step}, ${n}, ${key}, 1, 'run-1')`;
+  const stage = (id: string, to: string) => sql`UPDATE effects SET stage = ${to} WHERE effect_id = ${id}`;
+  const fact = async (tx: postgres.Sql | postgres.TransactionSql, id: string, externalId: string) => {
+    const [row] =
+      await tx`INSERT INTO provider_evidence (effect_id, kind, outcome, detail) VALUES (${id}, 'readback', 'found', '{}') RETURNING evidence_id`;
+    await tx`INSERT INTO facts (effect_id, destination, external_id, occurred_at, confirmed_by, evidence_id) VALUES (${id}, 'keyed-api', ${externalId}, now(), 'readback', ${row!.evidence_id})`;
+  };
+  const started = async (id: string) => {
+    await effect(id);
+    await release(id);
+    await attempt(id, 1);
+    await stage(id, 'attempted');
+  };
+
+  test('refuses an attempt for a terminal effect or one that already has its fact', async () => {
+    await started('t-rejected');
+    await stage('t-rejected', 'rejected');
+    await assert.rejects(attempt('t-rejected', 2), /t-rejected is rejected \(terminal\): no new attempt/);
+    await started('t-abandoned');
+    await stage('t-abandoned', 'unknown');
+    await stage('t-abandoned', 'abandoned');
+    await assert.rejects(attempt('t-abandoned', 2), /abandoned \(terminal\)/);
+    await started('t-recorded');
+    await fact(sql, 't-recorded', 'obj_t1');
+    await stage('t-recorded', 'recorded');
+    await assert.rejects(attempt('t-recorded', 2), /recorded \(terminal\)/);
+    await assert.rejects(attempt('t-recorded', 1, 'email', 't-recorded~email'), /terminal/, 'another step too');
+    // A fact while the stage is still unknown (a readback, before its stage write): no attempt either.
+    await started('t-fact');
+    await stage('t-fact', 'unknown');
+    await assert.rejects(
+      sql.begin(async (tx) => {
+        await fact(tx, 't-fact', 'obj_t2');
+        await tx`INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id) VALUES ('t-fact', 'main', 2, 't-fact', 1, 'run-1')`;
+      }),
+      /already has its fact: no new attempt/,
+    );
+    // A retried recordAttempt re-inserting its own row is not a new attempt: it passes to ON CONFLICT.
+    await sql`INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id)
+              VALUES ('t-recorded', 'main', 1, 't-recorded', 1, 'run-1') ON CONFLICT DO NOTHING`;
+  });
+
+  test('refuses a fact for an effect that was rejected or abandoned', async () => {
+    await assert.rejects(fact(sql, 't-rejected', 'obj_r'), /t-rejected is rejected: it can have no fact/);
+    await assert.rejects(fact(sql, 't-abandoned', 'obj_a'), /t-abandoned is abandoned: it can have no fact/);
+    const [row] = await sql`SELECT count(*)::int AS n FROM facts WHERE effect_id IN ('t-rejected', 't-abandoned')`;
+    assert.equal(row!.n, 0);
+  });
+
+  test('refuses recorded without a fact, and rejected or abandoned with one', async () => {
+    await started('t-nofact');
+    await assert.rejects(stage('t-nofact', 'recorded'), /t-nofact cannot be recorded without its fact/);
+    await stage('t-nofact', 'unknown');
+    await stage('t-nofact', 'reconciled');
+    await assert.rejects(stage('t-nofact', 'recorded'), /without its fact/);
+    await started('t-hasfact');
+    await stage('t-hasfact', 'unknown');
+    for (const to of ['rejected', 'abandoned'])
+      await assert.rejects(
+        sql.begin(async (tx) => {
+          await fact(tx, 't-hasfact', 'obj_h');
+          await tx`UPDATE effects SET stage = ${to} WHERE effect_id = 't-hasfact'`;
+        }),
+        new RegExp(`has its fact; it cannot be ${to}`),
+      );
+    // Fact first, then the stage, in one transaction: how progress.ts records.
+    await sql.begin(async (tx) => {
+      await fact(tx, 't-hasfact', 'obj_h');
+      await tx`UPDATE effects SET stage = 'recorded' WHERE effect_id = 't-hasfact'`;
+    });
+  });
+
+  test('step keys cannot collide: effect A step x may not use the key A:x (effect A:x’s own key)', async () => {
+    await effect('A');
+    await release('A');
+    await effect('A:x');
+    await release('A:x');
+    await attempt('A:x', 1); // effect A:x, main step: key A:x
+    await assert.rejects(attempt('A', 1, 'x', 'A:x'), /key_is_effect_scoped/);
+    await attempt('A', 1, 'x', 'A~x');
+    await assert.rejects(attempt('A', 1, 'main', 'A~main'), /key_is_effect_scoped/, 'the main key is the effect ID');
+    await attempt('A', 1);
+  });
+
+  test('the ledger code paths satisfy these invariants (progress.ts)', async () => {
+    const ledger = openLedger(url, { max: 1 });
+    try {
+      const { db } = ledger;
+      await effect('p-1');
+      const input = {
+        effectId: 'p-1',
+        revision: 1,
+        target: 'POST /v1/objects',
+        package: { target: 'POST /v1/objects', body: {} },
+        bodySha256: sha('b'),
+        releasedBy: 'ana',
+      };
+      assert.equal((await releaseEffect(db, input, 'main')).fact, null);
+      const run = { effectId: 'p-1', step: 'main', idempotencyKey: 'p-1', releaseRevision: 1, workflowRunId: 'r' };
+      const first = await recordAttempt(db, { ...run, attemptNumber: 1 });
+      await recordAttempt(db, { ...run, attemptNumber: 1 }); // a retried activity finds its row
+      await recordEvidence(
+        db,
+        { effectId: 'p-1', attemptId: first.attemptId, kind: 'response', outcome: 'unknown', detail: {} },
+        'unknown',
+      );
+      // Readback records the fact while the stage is unknown, then the stage, in one transaction.
+      const { fact: row } = await recordEvidence(
+        db,
+        { effectId: 'p-1', attemptId: null, kind: 'readback', outcome: 'found', externalId: 'obj_p1', detail: {} },
+        'recorded',
+        {
+          destination: 'keyed-api',
+          externalId: 'obj_p1',
+          occurredAt: new Date().toISOString(),
+          confirmedBy: 'readback',
+        },
+      );
+      assert.equal(row?.externalId, 'obj_p1');
+      assert.equal((await readEffect(db, 'p-1'))?.stage, 'recorded');
+      // A new run releasing an effect that has its fact learns of it; nothing moves.
+      assert.equal((await releaseEffect(db, input, 'main')).fact?.externalId, 'obj_p1');
+      // A retried recordAttempt of the attempt that exists still answers; a new attempt is refused, typed.
+      await recordAttempt(db, { ...run, attemptNumber: 1 });
+      await assert.rejects(recordAttempt(db, { ...run, attemptNumber: 2 }), (error) => {
+        assert.ok(error instanceof LedgerInvariantError, String(error));
+        assert.match(error.message, /recorded \(terminal\): no new attempt/);
+        return true;
+      });
+      // Abandon after the fact: the stage write skips terminal stages, so nothing changes.
+      await recordDecision(
+        db,
+        {
+          requestRef: 'p-1:1',
+          effectId: 'p-1',
+          kind: 'abandon',
+          actor: 'ops',
+          reason: 'late',
+          payload: {},
+          accepted: true,
+        },
+        'abandoned',
+      );
+      assert.equal((await readEffect(db, 'p-1'))?.stage, 'recorded');
+      // A rejected effect: a (buggy) fact write is refused as LedgerInvariantError, not retried forever.
+      await started('p-2');
+      await stage('p-2', 'rejected');
+      await assert.rejects(
+        recordEvidence(
+          db,
+          { effectId: 'p-2', attemptId: null, kind: 'readback', outcome: 'found', externalId: 'obj_p2', detail: {} },
+          'recorded',
+          {
+            destination: 'keyed-api',
+            externalId: 'obj_p2',
+            occurredAt: new Date().toISOString(),
+            confirmedBy: 'readback',
+          },
+        ),
+        LedgerInvariantError,
+      );
+    } finally {
+      await ledger.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
 // The stage machine against the README's stage diagram: every allowed move, and a sample of forbidden ones.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { idempotencyKeyFor } from '../domain/idempotency-key.js';
+import { EFFECT_ID_PATTERN } from '../domain/effect-id.js';
+import { idempotencyKeyFor, MAIN_STEP, STEP_SEPARATOR, STEP_SOURCE } from '../domain/idempotency-key.js';
 import {
   canMove,
   EFFECT_STAGES,
@@ -132,6 +133,23 @@ describe('idempotency key', () => {
   test('is the effect ID, plus the step for multi-step effects, and nothing else', () => {
     assert.equal(idempotencyKeyFor('refund:A-1'), 'refund:A-1');
     assert.equal(idempotencyKeyFor('refund:A-1', 'main'), 'refund:A-1');
-    assert.equal(idempotencyKeyFor('onboard:42', 'email'), 'onboard:42:email');
+    assert.equal(idempotencyKeyFor('onboard:42', 'email'), 'onboard:42~email');
+  });
+
+  test('step keys cannot collide: effect A with step x and effect A:x get different keys', () => {
+    assert.notEqual(idempotencyKeyFor('A', 'x'), idempotencyKeyFor('A:x'));
+    assert.notEqual(idempotencyKeyFor('A', 'x'), idempotencyKeyFor('A:x', MAIN_STEP));
+    // The separator is outside the effect ID's and the step's characters: a key splits one way only.
+    assert.equal(EFFECT_ID_PATTERN.test(`A${STEP_SEPARATOR}x`), false);
+    assert.equal(new RegExp(STEP_SOURCE).test(`x${STEP_SEPARATOR}y`), false);
+    const pairs: Array<[string, string]> = [
+      ['A', 'x'],
+      ['A:x', MAIN_STEP],
+      ['A:x', 'y'],
+      ['A/x', MAIN_STEP],
+      ['A', 'main'],
+    ];
+    const keys = pairs.map(([id, step]) => idempotencyKeyFor(id, step));
+    assert.equal(new Set(keys).size, keys.length, keys.join(' '));
   });
 });

@@ -28,7 +28,7 @@ describe('UNKNOWN on a key-less destination', () => {
   const decisionRows = (effectId: string) =>
     stack.ledger.db.select().from(decisions).where(eq(decisions.effectId, effectId));
 
-  test('3b. fail before commit → readback proves absence → waits for a human (no automatic retry) → approve-retry → recorded; garbage decisions are refused and recorded (8)', async () => {
+  test('3b. fail before commit → readback proves absence → waits for a human (no automatic retry) → approve-retry → recorded; garbage decisions (poison text too) are refused and recorded (8)', async () => {
     const effectId = 'post:launch-1';
     await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
     await stack.withWorker(async () => {
@@ -61,17 +61,22 @@ describe('UNKNOWN on a key-less destination', () => {
       await handle.signal(confirmDeliverySignal, { actor: 'ops@example.com', reason: 'trust me' });
       await handle.signal(abandonSignal, { actor: 'ops@example.com', reason: 'x', force: true });
       await handle.signal('approve', { actor: 'ops@example.com', reason: 'typo in the signal name' });
+      // Text the ledger cannot store: refused, and recorded storable (accepted, its write would fail forever).
+      await handle.signal(approveRetrySignal, { actor: 'ops@example.com\u0000', reason: 'x\uD800' });
       await assert.rejects(
         stack.effects.decide(effectId, 'approve-retry', { actor: '', reason: 'x' }),
         WorkflowUpdateFailedError,
       );
       const refused = await waitFor(async () => {
         const rows = await decisionRows(effectId);
-        return rows.length === 6 ? rows : undefined;
-      }, 'six refused decisions in the ledger');
+        return rows.length === 7 ? rows : undefined;
+      }, 'seven refused decisions in the ledger');
       assert.ok(refused.every((d) => !d.accepted && d.rejectionReason));
+      const poisoned = refused.find((d) => d.actor === 'ops@example.com\uFFFD');
+      assert.match(poisoned?.rejectionReason ?? '', /actor contains a NUL/);
       assert.deepEqual(refused.map((d) => d.kind).sort(), [
         'abandon',
+        'approve-retry',
         'approve-retry',
         'approve-retry',
         'approve-retry',
@@ -193,25 +198,47 @@ describe('UNKNOWN on a key-less destination', () => {
     assert.equal(trail.decisions.length, 0);
   });
 
-  test('confirm with only a URL (nothing to check it against) → recorded by human, the evidence says unverified', async () => {
+  test('confirm with only a URL: resolved to the provider’s object and checked like an ID; the canonical URL is recorded; a URL that names nothing is refused', async () => {
     const effectId = 'post:launch-5';
-    const url = `https://social.example/linkedin-ru/posts/${'p'.repeat(300)}`;
-    await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
-    const answer = await stack.withWorker(async () => {
+    await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
+    const answers = await stack.withWorker(async () => {
       await stack.effects.approve(postRequest(effectId, 'Fifth launch'));
+      const [ours] = await waitFor(async () => {
+        const p = await postsFor(effectId);
+        return p.length ? p : undefined;
+      }, 'our post to exist at the provider');
+      await stack.simulator.crowdSocialFeed(100); // out of the listing's reach: only a human can confirm it
       await waitForStage(stack, effectId, 'unknown', 'a human decision');
-      return stack.effects.decide(effectId, 'confirm-delivery', {
-        actor: 'ops@example.com',
-        reason: 'posted by hand from the app',
-        externalUrl: url,
-      });
+      const confirm = (externalUrl: string) =>
+        stack.effects.decide(effectId, 'confirm-delivery', {
+          actor: 'ops@example.com',
+          reason: 'found it on the page',
+          externalUrl,
+        });
+      const elsewhere = await confirm(`https://social.example/linkedin-ru/posts/${'p'.repeat(300)}`);
+      const nothing = await confirm(`${stack.simulator.url}/social/v1/posts/post_doesnotexist`);
+      const right = await confirm(`${stack.simulator.url}/social/v1/posts/${ours!.id}/?utm_source=chat#top`);
+      return { ours: ours!, elsewhere, nothing, right };
     });
-    assert.deepEqual(answer, { accepted: true, stage: 'recorded' });
+    assert.equal(answers.elsewhere.accepted, false);
+    assert.match(answers.elsewhere.reason ?? '', /does not name a social-feed object .*\/social\/v1\/posts\/<id>/);
+    assert.equal(answers.nothing.accepted, false);
+    assert.match(answers.nothing.reason ?? '', /no object post_doesnotexist/);
+    assert.deepEqual(answers.right, { accepted: true, stage: 'recorded' });
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.fact?.confirmedBy, 'human');
-    assert.equal(trail.fact?.externalUrl, url);
+    assert.equal(trail.fact?.externalId, answers.ours.id);
+    assert.equal(trail.fact?.externalUrl, `${stack.simulator.url}/social/v1/posts/${answers.ours.id}`, 'canonical');
     const human = trail.evidence.find((e) => e.kind === 'human');
-    assert.match(String((human?.detail as { checked?: string } | undefined)?.checked), /not checkable/);
+    assert.match(String((human?.detail as { checked?: string } | undefined)?.checked), /exists and matches/);
+    assert.deepEqual(
+      trail.decisions.map((d) => [d.kind, d.accepted]),
+      [
+        ['confirm-delivery', false],
+        ['confirm-delivery', false],
+        ['confirm-delivery', true],
+      ],
+    );
   });
 
   test('a long wait for a human continues as new: same effect ID, attempts and decisions carried, the decision lands in the latest run', async () => {

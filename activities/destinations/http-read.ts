@@ -22,3 +22,31 @@ export async function getJson<T>(url: string, timeoutMs = 10_000): Promise<{ sta
     throw new ProviderReadError(`GET ${url} returned an unreadable body: ${(error as Error).message}`);
   }
 }
+
+/**
+ * The object ID in a URL of the shape `${baseUrl}${prefix}<id>` (same origin; a trailing slash, query and
+ * fragment ignored), or null: how an adapter resolves a URL a human typed to the object it names.
+ */
+export function objectIdFromUrl(url: string, baseUrl: string, prefix: string): string | null {
+  let typed: URL;
+  let base: URL;
+  try {
+    typed = new URL(url);
+    base = new URL(baseUrl);
+  } catch {
+    return null;
+  }
+  if (typed.origin !== base.origin) return null;
+  const expected = `${base.pathname.replace(/\/+$/, '')}${prefix}`;
+  const path = typed.pathname.replace(/\/+$/, '');
+  if (!path.startsWith(expected)) return null;
+  const rest = path.slice(expected.length);
+  if (!rest || rest.includes('/')) return null;
+  let id: string;
+  try {
+    id = decodeURIComponent(rest);
+  } catch {
+    return null;
+  }
+  return id === '.' || id === '..' || id.includes('/') ? null : id;
+}

@@ -13,7 +13,7 @@ import type {
 } from '../../domain/destination-contract.js';
 import { isExactObject, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
-import { getJson } from './http-read.js';
+import { getJson, objectIdFromUrl } from './http-read.js';
 
 const refund = z
   .object({
@@ -160,6 +160,9 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
         detail: { method: 'metadata_search', reason: `stopped after ${READBACK_PAGE_LIMIT} pages`, scanned },
       };
     },
+
+    resolveUrl: (url) => objectIdFromUrl(url, baseUrl, '/v1/objects/'),
+    objectUrlShape: `${baseUrl}/v1/objects/<id>`,
 
     async lookup(externalId, request): Promise<LookupResult> {
       const found = await getJson<ProviderObject>(`${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`);

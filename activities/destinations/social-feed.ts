@@ -10,9 +10,10 @@ import type {
   ReadbackResult,
   SendOutcome,
 } from '../../domain/destination-contract.js';
+import { cutText } from '../../domain/storable.js';
 import { isExactObject, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
-import { getJson } from './http-read.js';
+import { getJson, objectIdFromUrl } from './http-read.js';
 
 const post = z
   .object({
@@ -47,8 +48,8 @@ export const socialFeedContract: DestinationContract = {
     };
   },
   describe(_operation, payload) {
-    const text = String(payload.text);
-    return `post on ${String(payload.channel)}: "${text.length > 40 ? `${text.slice(0, 40)}…` : text}"`;
+    // Cut by code points: half a surrogate pair is not text, and the summary goes to the ledger.
+    return `post on ${String(payload.channel)}: "${cutText(String(payload.text), 41)}"`;
   },
 };
 
@@ -76,6 +77,15 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
           detail: { reason: 'posted', body },
         };
       }
+      // 503 is not "not applied" here: this provider documents no such promise and nothing dedupes a
+      // second POST, so a 503 (from the API or a proxy in front of it) may follow a post that was made.
+      // Unknown: readback, then a human. (429 stays "not sent": rate limiting happens before processing.)
+      if (status === 503)
+        return {
+          class: 'unknown',
+          httpStatus: status,
+          detail: { reason: 'HTTP 503 from a destination without keys: the post may have been made', body },
+        };
       return classifyErrorStatus(status, body, headers.get('retry-after'));
     },
 
@@ -132,6 +142,9 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
         },
       };
     },
+
+    resolveUrl: (url) => objectIdFromUrl(url, baseUrl, '/social/v1/posts/'),
+    objectUrlShape: postUrl('<id>'),
 
     async lookup(externalId, request): Promise<LookupResult> {
       const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)));
