@@ -327,6 +327,7 @@ describe('poison input writes nothing (real PostgreSQL, no Temporal)', () => {
   });
 
   test('why the door must refuse: PostgreSQL fails on NUL (text and jsonb) and lone surrogates (jsonb), or corrupts them (text)', async () => {
+    const release = { package: { target: 'POST /v1/objects task', body: { title: 'x' } }, bodySha256: 'c'.repeat(64) };
     const registration = (id: string, over: Record<string, unknown>) => ({
       effectId: id,
       destination: 'keyed-api',
@@ -340,9 +341,9 @@ describe('poison input writes nothing (real PostgreSQL, no Temporal)', () => {
       keyRetentionSeconds: null,
       ...over,
     });
-    await assert.rejects(registerEffect(ledger.db, registration('pg:1', { approvedBy: `ana${NUL}` })));
-    await assert.rejects(registerEffect(ledger.db, registration('pg:2', { payload: { title: `x${NUL}` } })));
-    await assert.rejects(registerEffect(ledger.db, registration('pg:3', { payload: { title: `x${HIGH}` } })));
+    await assert.rejects(registerEffect(ledger.db, registration('pg:1', { approvedBy: `ana${NUL}` }), release));
+    await assert.rejects(registerEffect(ledger.db, registration('pg:2', { payload: { title: `x${NUL}` } }), release));
+    await assert.rejects(registerEffect(ledger.db, registration('pg:3', { payload: { title: `x${HIGH}` } }), release));
     const [read] = await ledger.sql`SELECT ${`ana${HIGH}`}::text AS t`;
     assert.equal(read?.t, 'ana\uFFFD', 'a lone surrogate in text is silently replaced: not what was approved');
     assert.equal(await effectCount(), 0);
@@ -384,18 +385,22 @@ describe('poison input writes nothing (real PostgreSQL, no Temporal)', () => {
   });
 
   test('a refused decision carrying poison is recorded, made storable: the activity cannot fail on it forever', async () => {
-    await registerEffect(ledger.db, {
-      effectId: 'post:decided',
-      destination: 'social-feed',
-      operation: 'post.publish',
-      fingerprint: 'b'.repeat(64),
-      payload: { channel: 'c', text: 't' },
-      approvedBy: 'ana',
-      authorizationRef: 'T-2',
-      summary: 'post',
-      mechanism: 'none',
-      keyRetentionSeconds: null,
-    });
+    await registerEffect(
+      ledger.db,
+      {
+        effectId: 'post:decided',
+        destination: 'social-feed',
+        operation: 'post.publish',
+        fingerprint: 'b'.repeat(64),
+        payload: { channel: 'c', text: 't' },
+        approvedBy: 'ana',
+        authorizationRef: 'T-2',
+        summary: 'post',
+        mechanism: 'none',
+        keyRetentionSeconds: null,
+      },
+      { package: { target: 'POST /social/v1/posts', body: { text: 't' } }, bodySha256: 'd'.repeat(64) },
+    );
     const raw = { actor: `ops${NUL}`, reason: `x${HIGH}`, [`for${NUL}ce`]: [nested(100)], ...protoKey(1) };
     const parsed = parseDecision('abandon', raw);
     assert.equal(parsed.ok, false);
