@@ -1,13 +1,18 @@
 // Activities of an effect frozen in UNKNOWN: readback (reads only, never writes to the destination),
 // human decisions, and checking a human's evidence against the destination.
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Decision } from '../domain/decisions.js';
-import type { ReadbackRequest, ReadbackResult, ReleasedPackage } from '../domain/destination-contract.js';
+import type {
+  DestinationContract,
+  ReadbackRequest,
+  ReadbackResult,
+  ReleasedPackage,
+} from '../domain/destination-contract.js';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import type { EffectStage } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { type DecisionInput, recordDecision, recordEvidence } from '../ledger/progress.js';
-import { readRelease } from '../ledger/trail.js';
+import { lastAttemptStartedAt, readRelease } from '../ledger/trail.js';
 import type { Destinations } from './destinations/registry.js';
 
 export interface ReadbackTarget {
@@ -16,6 +21,9 @@ export interface ReadbackTarget {
   releaseRevision: number;
   /** When the first attempt started: the object cannot be older. */
   since: string;
+  /** The run's call timeout and absence grace, when they differ from the destination's (tests shorten them). */
+  callTimeoutMs?: number;
+  absenceGraceMs?: number;
 }
 
 export type ConfirmOutcome =
@@ -43,11 +51,45 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
     return { adapter, request, destination: found.destination };
   }
 
+  /**
+   * "Absent" is no proof while our last request may still be processed: until its call timeout plus the
+   * destination's grace have passed, the verdict is inconclusive, with the time it becomes decidable.
+   */
+  async function withheldWhileInFlight(
+    read: ReadbackResult,
+    target: ReadbackTarget,
+    adapter: DestinationContract,
+  ): Promise<ReadbackResult> {
+    if (read.outcome !== 'absent') return read;
+    const last = await lastAttemptStartedAt(db, target.effectId, target.step);
+    if (!last) return read;
+    const window = (target.callTimeoutMs ?? adapter.callTimeoutMs) + (target.absenceGraceMs ?? adapter.absenceGraceMs);
+    const until = new Date(last.getTime() + window);
+    if (until.getTime() <= Date.now()) return read;
+    return {
+      outcome: 'inconclusive',
+      coverage: 'partial',
+      detail: {
+        ...read.detail,
+        reason: `nothing found yet, but our last request (started ${last.toISOString()}) may still be processed until ${until.toISOString()}`,
+        inFlightUntil: until.toISOString(),
+      },
+    };
+  }
+
   return {
     /** Looks for the exact object; records what it saw and, when found, the fact (confirmed by readback). */
     async readBack(target: ReadbackTarget): Promise<ReadbackResult> {
       const { adapter, request, destination } = await prepare(target);
-      const result = await adapter.readBack(request);
+      const context = Context.current();
+      const read = await adapter.readBack({
+        ...request,
+        signal: context.cancellationSignal,
+        onPage: () => context.heartbeat(),
+      });
+      const result = await withheldWhileInFlight(read, target, adapter);
+      // Cancelled or past its deadline (the workflow has moved on): a zombie never writes evidence.
+      if (context.cancellationSignal.aborted) throw new CancelledFailure('readback cancelled before recording');
       const found = result.outcome === 'found' ? result : undefined;
       await recordEvidence(
         db,

@@ -8,14 +8,16 @@
 // (open or closed run) and causes no new attempt; with another fingerprint it throws
 // EffectConflictError before any provider is touched. The ledger, not Temporal's retention, is the
 // lasting record of which effect IDs exist.
+import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { destinationContracts } from '../activities/destinations/registry.js';
 import type { DecisionKind } from '../domain/decisions.js';
 import { type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
-import { registerEffect } from '../ledger/registration.js';
-import { type EffectTrail, listEffectsByStage, readFact, readTrail } from '../ledger/trail.js';
+import { type EffectRow, registerEffect } from '../ledger/registration.js';
+import { type EffectTrail, listEffectsByStage, listUnfinishedEffects, readFact, readTrail } from '../ledger/trail.js';
 import {
   type DecideResponse,
   decideUpdate,
@@ -44,6 +46,8 @@ export interface EffectLedgerClientOptions {
   readbackIntervalMs?: number;
   /** Readbacks per run while a human is awaited before the run continues as new (default 24). */
   readbacksPerRun?: number;
+  /** Overrides every destination's absence grace (tests that do not exercise it set 0). */
+  absenceGraceMs?: number;
 }
 
 const DEFAULT_READBACK_INTERVAL_MS = 10 * 60 * 1000;
@@ -88,27 +92,42 @@ export class EffectLedgerClient {
     const stage = effect.stage as EffectStage;
     if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
 
+    await this.startRun(effect);
+    // The stage as registration read it: not terminal, so no fact existed at that moment.
+    return { effectId: effect.effectId, created, stage, fact: null };
+  }
+
+  /**
+   * Starts the effect's workflow, or joins the open run. A run that closed without a terminal stage in
+   * the ledger (terminated, failed, reset, or the approver died before the start) is started again: the
+   * ledger, not Temporal, decides that an effect is finished, and a resumed run reads back before it
+   * sends anything. Callers never start an effect the ledger shows as terminal.
+   */
+  private async startRun(effect: EffectRow): Promise<void> {
+    const contract = destinationContracts[effect.destination];
+    if (!contract) throw new Error(`effect ${effect.effectId}: no destination ${effect.destination} is known here`);
     const summary = `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`;
     const input: EffectInput = {
       effectId: effect.effectId,
       destination: effect.destination,
       operation: effect.operation,
       summary: effect.summary,
-      callTimeoutMs: this.options.callTimeoutMs ?? valid.contract.callTimeoutMs,
-      retryAfterProvenAbsence: valid.contract.retryAfterProvenAbsence,
+      callTimeoutMs: this.options.callTimeoutMs ?? contract.callTimeoutMs,
+      retryAfterProvenAbsence: contract.retryAfterProvenAbsence,
       readbackIntervalMs: this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
       ...(this.options.readbacksPerRun ? { readbacksPerRun: this.options.readbacksPerRun } : {}),
+      ...(this.options.absenceGraceMs === undefined ? {} : { absenceGraceMs: this.options.absenceGraceMs }),
     };
     try {
       await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {
         workflowId: effect.effectId,
         taskQueue: this.options.taskQueue,
         args: [input],
-        // Never a second run for an effect ID while Temporal remembers the first; join an open one.
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        // Join an open run; after a closed one (the ledger says it is not finished) start the next.
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: [
-          { key: effectStageKey, value: stage },
+          { key: effectStageKey, value: effect.stage },
           { key: effectDestinationKey, value: effect.destination },
           { key: effectOperationKey, value: effect.operation },
           { key: effectSummaryKey, value: summary },
@@ -124,11 +143,37 @@ export class EffectLedgerClient {
         ].join('\n'),
       });
     } catch (error) {
-      // A closed run with this ID exists: the effect already ran; the ledger says how it ended.
+      // Started by someone else between our look and our start: that run carries the effect.
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
-    // The stage as registration read it: not terminal, so no fact existed at that moment.
-    return { effectId: effect.effectId, created, stage, fact: null };
+  }
+
+  /**
+   * The ledger against Temporal: every effect the ledger shows as not terminal (and not just approved,
+   * `olderThanMs`) whose workflow is not running gets a run again. Temporal's visibility narrows the
+   * candidates; each is confirmed with a describe before it is started.
+   */
+  async resumeStranded(olderThanMs = 30_000): Promise<{ checked: number; resumed: string[] }> {
+    const open = await listUnfinishedEffects(this.options.db, olderThanMs);
+    const running = new Set<string>();
+    const query = `WorkflowType = '${EFFECT_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running'`;
+    for await (const execution of this.options.client.workflow.list({ query })) running.add(execution.workflowId);
+    const resumed: string[] = [];
+    for (const effect of open) {
+      if (running.has(effect.effectId) || (await this.isRunning(effect.effectId))) continue;
+      await this.startRun(effect);
+      resumed.push(effect.effectId);
+    }
+    return { checked: open.length, resumed };
+  }
+
+  private async isRunning(effectId: string): Promise<boolean> {
+    try {
+      return (await this.options.client.workflow.getHandle(effectId).describe()).status.name === 'RUNNING';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
   }
 
   /** Waits for the effect's workflow to finish (or to be reported as finished by the ledger). */
@@ -149,11 +194,13 @@ export class EffectLedgerClient {
   async decide(
     effectId: string,
     decision: DecisionKind,
-    payload: { actor: string; reason: string; externalId?: string; externalUrl?: string },
+    payload: { actor: string; reason: string; externalId?: string; externalUrl?: string; attempt?: number },
+    /** Names this decision: sent again (after a timeout, say) with the same ID, it is one decision. */
+    decisionId: string = randomUUID(),
   ): Promise<DecideResponse> {
     return this.options.client.workflow
       .getHandle(effectId)
-      .executeUpdate(decideUpdate, { args: [{ decision, ...payload }] });
+      .executeUpdate(decideUpdate, { args: [{ decision, ...payload }], updateId: decisionId });
   }
 
   listByStage(stage: EffectStage, limit?: number) {

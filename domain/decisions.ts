@@ -12,17 +12,22 @@ export type DecisionKind = (typeof DECISION_KINDS)[number];
 export const RECORDED_DECISION_KINDS = [...DECISION_KINDS, 'unrecognised'] as const;
 export type RecordedDecisionKind = (typeof RECORDED_DECISION_KINDS)[number];
 
-export type Decision =
-  | { kind: 'approve-retry'; actor: string; reason: string }
-  | { kind: 'confirm-delivery'; actor: string; reason: string; externalId?: string; externalUrl?: string }
-  | { kind: 'abandon'; actor: string; reason: string };
+/**
+ * `attempt`, when given, binds the decision to the attempt it answers (the status query and the UI's
+ * details show the current one): a decision that arrives after the effect moved on is refused as stale.
+ */
+export type Decision = { actor: string; reason: string; attempt?: number } & (
+  | { kind: 'approve-retry' }
+  | { kind: 'confirm-delivery'; externalId?: string; externalUrl?: string }
+  | { kind: 'abandon' }
+);
 
 export type ParsedDecision = { ok: true; decision: Decision } | { ok: false; error: string; actor: string };
 
 const FIELDS: Record<DecisionKind, readonly string[]> = {
-  'approve-retry': ['actor', 'reason'],
-  'confirm-delivery': ['actor', 'reason', 'externalId', 'externalUrl'],
-  abandon: ['actor', 'reason'],
+  'approve-retry': ['actor', 'reason', 'attempt'],
+  'confirm-delivery': ['actor', 'reason', 'externalId', 'externalUrl', 'attempt'],
+  abandon: ['actor', 'reason', 'attempt'],
 };
 
 /** What each signal takes, for descriptions and the README. */
@@ -72,15 +77,19 @@ export function parseDecision(kind: unknown, raw: unknown): ParsedDecision {
   for (const value of [actor, reason]) if (value instanceof Error) return fail(value.message);
   if (!actor) return fail('actor is required: who decides (e.g. an email)');
   if (!reason) return fail('reason is required: why');
+  const attempt = raw.attempt;
+  if (attempt !== undefined && !(Number.isSafeInteger(attempt) && (attempt as number) >= 1))
+    return fail('attempt must be the number of the attempt this decision answers (1, 2, …)');
+  const bound = attempt === undefined ? {} : { attempt: attempt as number };
   if (kind !== 'confirm-delivery')
-    return { ok: true, decision: { kind, actor: actor as string, reason: reason as string } };
+    return { ok: true, decision: { kind, actor: actor as string, reason: reason as string, ...bound } };
   const externalId = text(raw, 'externalId', 200);
   const externalUrl = text(raw, 'externalUrl', 2000);
   for (const value of [externalId, externalUrl]) if (value instanceof Error) return fail(value.message);
   if (!externalId && !externalUrl) return fail('confirm-delivery needs evidence: externalId and/or externalUrl');
   if (typeof externalUrl === 'string' && !/^https?:\/\/\S+$/.test(externalUrl))
     return fail('externalUrl must be an http(s) URL');
-  const decision: Decision = { kind, actor: actor as string, reason: reason as string };
+  const decision: Decision = { kind, actor: actor as string, reason: reason as string, ...bound };
   if (typeof externalId === 'string') decision.externalId = externalId;
   if (typeof externalUrl === 'string') decision.externalUrl = externalUrl;
   return { ok: true, decision };

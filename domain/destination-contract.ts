@@ -71,6 +71,11 @@ export interface DestinationContract {
    * without a human? Only where a duplicate is impossible or the key still dedupes.
    */
   retryAfterProvenAbsence: boolean;
+  /**
+   * How long after our last request's call timeout the destination may still be processing it. Until
+   * then, finding nothing is not absence: readback answers inconclusive, and no retry leaves.
+   */
+  absenceGraceMs: number;
   /** Builds the exact package that will leave, stamping the effect ID where the API allows it. */
   buildPackage(effectId: string, operation: string, payload: Record<string, unknown>): ReleasedPackage;
   /** A few words on the target for the effect's summary, e.g. "refund 4000 EUR on ch_1". */
@@ -85,6 +90,10 @@ export interface ReadbackRequest {
   bodySha256: string;
   /** When the earliest attempt started: the object cannot be older. */
   since: string;
+  /** Aborts the reads when the activity is cancelled or times out. */
+  signal?: AbortSignal;
+  /** Called after each page or lookup: the activity heartbeats, so a hung read is noticed. */
+  onPage?: () => void;
 }
 
 /**
@@ -109,6 +118,8 @@ export interface ReadbackDetail {
   scanned?: number;
   /** Other objects carrying this effect's reference: duplicates made before we existed, for a human. */
   duplicates?: string[];
+  /** Set when "absent" was withheld: our last request may still be processed until then (ISO time). */
+  inFlightUntil?: string;
 }
 
 /** An object a human names as the result, as the destination shows it. */

@@ -23,7 +23,9 @@ export const TRANSITIONS: Readonly<Record<EffectStage, readonly EffectStage[]>> 
   prepared: ['released', 'recorded', 'abandoned'],
   released: ['attempted', 'abandoned'],
   // attempted → attempted is not a move: a "not sent" retry stays in the stage with a new attempt row.
-  attempted: ['recorded', 'rejected', 'unknown'],
+  // attempted → abandoned: a human gave up while the provider kept refusing to take the request
+  // ("not sent" every time): nothing is in flight.
+  attempted: ['recorded', 'rejected', 'unknown', 'abandoned'],
   // unknown → attempted: a retry with the same key, decided by policy after proven absence or by a human.
   // unknown → recorded: a human confirmed delivery with evidence.
   unknown: ['reconciled', 'attempted', 'recorded', 'abandoned'],

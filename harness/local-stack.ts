@@ -52,13 +52,20 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export interface StackOptions {
   callTimeoutMs?: number;
   readbackIntervalMs?: number;
+  /** The destinations' absence grace; 0 unless a test exercises it, so "absent" is decidable at once. */
+  absenceGraceMs?: number;
   /** Serve the Temporal Web UI on a free port. */
   ui?: boolean;
   /** Names the throwaway database (effect_ledger_<purpose>_<random>). */
   purpose?: string;
 }
 
-export async function startStack({ ui, purpose = 'test', ...clientOptions }: StackOptions = {}): Promise<Stack> {
+export async function startStack({
+  ui,
+  purpose = 'test',
+  absenceGraceMs = 0,
+  ...clientOptions
+}: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
   const dbName = `effect_ledger_${purpose}_${randomBytes(5).toString('hex')}`;
   const databaseUrl = new URL(adminUrl);
@@ -72,7 +79,13 @@ export async function startStack({ ui, purpose = 'test', ...clientOptions }: Sta
   ]);
   const ledger = openLedger(databaseUrl.toString());
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
-  const effects = new EffectLedgerClient({ client: env.client, db: ledger.db, taskQueue, ...clientOptions });
+  const effects = new EffectLedgerClient({
+    client: env.client,
+    db: ledger.db,
+    taskQueue,
+    absenceGraceMs,
+    ...clientOptions,
+  });
   const workflowBundle = await bundle;
 
   return {
@@ -92,6 +105,7 @@ export async function startStack({ ui, purpose = 'test', ...clientOptions }: Sta
         workflowBundle,
         db: ledger.db,
         destinations: createDestinations({ providerUrl: simulator.url }),
+        effects,
       });
       return worker.runUntil(fn());
     },

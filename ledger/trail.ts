@@ -1,7 +1,7 @@
 // Reads that answer an operator's questions: how many attempts, which approval, was the provider
 // contacted, which external object is the result, on what evidence.
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
-import type { EffectStage } from '../domain/stages.js';
+import { and, asc, desc, eq, lt, max, notInArray, sql } from 'drizzle-orm';
+import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
 import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
 
@@ -106,4 +106,32 @@ export async function readAttempt(
     .from(attempts)
     .where(and(eq(attempts.effectId, effectId), eq(attempts.step, step), eq(attempts.attemptNumber, attemptNumber)));
   return row ?? null;
+}
+
+/** When the latest attempt of an effect's step started: our request may be in flight from then on. */
+export async function lastAttemptStartedAt(db: LedgerDb, effectId: string, step: string): Promise<Date | null> {
+  const [row] = await db
+    .select({ at: max(attempts.startedAt) })
+    .from(attempts)
+    .where(and(eq(attempts.effectId, effectId), eq(attempts.step, step)));
+  return row?.at ?? null;
+}
+
+/** Effects the ledger shows as not terminal, whose stage last moved before `olderThanMs` ago. */
+export async function listUnfinishedEffects(
+  db: LedgerDb,
+  olderThanMs: number,
+  limit = 10_000,
+): Promise<(typeof effects.$inferSelect)[]> {
+  return db
+    .select()
+    .from(effects)
+    .where(
+      and(
+        notInArray(effects.stage, [...TERMINAL_STAGES]),
+        lt(effects.stageChangedAt, sql`now() - make_interval(secs => ${olderThanMs / 1000})`),
+      ),
+    )
+    .orderBy(asc(effects.stageChangedAt))
+    .limit(limit);
 }

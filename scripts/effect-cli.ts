@@ -3,6 +3,7 @@
 //   effect status ID               the ledger trail and the workflow's live view
 //   effect list --stage STAGE      effects in a stage (with the latest attempt's start and reason)
 //   effect decide ID approve-retry|confirm|abandon --actor WHO --reason WHY [--external-id X] [--external-url U]
+//                 [--attempt N] [--decision-id ID]
 // Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 not found,
 // 5 decision not accepted, 1 other.
 import { readFileSync } from 'node:fs';
@@ -134,12 +135,26 @@ export function buildProgram(): Command {
     .requiredOption('--reason <why>', 'why')
     .option('--external-id <id>', 'confirm: the object at the destination')
     .option('--external-url <url>', 'confirm: its URL')
+    .option('--attempt <n>', 'the attempt this answers: refused as stale if the effect has moved on', (v) => {
+      const n = Number(v);
+      if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('--attempt takes 1, 2, …');
+      return n;
+    })
+    .option('--decision-id <id>', 'names the decision: run again with the same ID (after a timeout), it counts once')
     .option('--json', 'print JSON')
     .action(
       async (
         effectId: string,
         decision: string,
-        opts: { actor: string; reason: string; externalId?: string; externalUrl?: string; json?: boolean },
+        opts: {
+          actor: string;
+          reason: string;
+          externalId?: string;
+          externalUrl?: string;
+          attempt?: number;
+          decisionId?: string;
+          json?: boolean;
+        },
       ) => {
         const kind = decision === 'confirm' ? 'confirm-delivery' : decision;
         if (!isDecisionKind(kind))
@@ -147,13 +162,19 @@ export function buildProgram(): Command {
             `decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`,
           );
         await withSession(async ({ effects }) => {
-          const { externalId, externalUrl, actor, reason } = opts;
-          const answer = await effects.decide(effectId, kind, {
-            actor,
-            reason,
-            ...(externalId ? { externalId } : {}),
-            ...(externalUrl ? { externalUrl } : {}),
-          });
+          const { externalId, externalUrl, actor, reason, attempt, decisionId } = opts;
+          const answer = await effects.decide(
+            effectId,
+            kind,
+            {
+              actor,
+              reason,
+              ...(externalId ? { externalId } : {}),
+              ...(externalUrl ? { externalUrl } : {}),
+              ...(attempt ? { attempt } : {}),
+            },
+            decisionId,
+          );
           print(
             !!opts.json,
             answer,

@@ -14,7 +14,8 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['ledger'],
   ['activities'],
   ['workflows'],
-  ['client', 'workers'],
+  ['client'],
+  ['workers'],
   ['harness'],
   ['scripts'],
   ['test'],
@@ -91,10 +92,10 @@ describe('layers', () => {
     assert.deepEqual(outside, []);
   });
 
-  test('the checks bite: planted upward, sideways and bundle-leaking imports are reported', () => {
+  test('the checks bite: planted upward and bundle-leaking imports are reported', () => {
     const planted = [
       ...importsOf('ledger/schema.ts', "import { x } from '../workflows/stages.js';"),
-      ...importsOf('workers/config.ts', "import type { y } from '../client/effect-ledger-client.js';"),
+      ...importsOf('client/effect-ledger-client.ts', "import type { y } from '../workers/config.js';"),
       ...importsOf('domain/stages.ts', "export { z } from '../ledger/db.js';"),
       ...importsOf('workflows/effect-workflow.ts', "import {\n  a,\n} from '../activities/index.js';"),
       ...importsOf('workflows/effect-workflow.ts', "import type { b } from '../activities/index.js';"),
@@ -102,7 +103,7 @@ describe('layers', () => {
     ];
     assert.deepEqual(upwardImports(planted), [
       'ledger/schema.ts → workflows/stages.js',
-      'workers/config.ts → client/effect-ledger-client.js',
+      'client/effect-ledger-client.ts → workers/config.js',
       'domain/stages.ts → ledger/db.js',
     ]);
     assert.deepEqual(bundleLeaks(planted), ['workflows/effect-workflow.ts → activities/index.js']);

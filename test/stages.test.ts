@@ -23,6 +23,7 @@ const allowed: Array<[string, string]> = [
   ['attempted', 'recorded'],
   ['attempted', 'rejected'],
   ['attempted', 'unknown'],
+  ['attempted', 'abandoned'],
   ['unknown', 'reconciled'],
   ['unknown', 'attempted'],
   ['unknown', 'recorded'],

@@ -251,6 +251,7 @@ describe('UNKNOWN on a key-less destination', () => {
       callTimeoutMs: CALL_TIMEOUT_MS,
       readbackIntervalMs: 300,
       readbacksPerRun: 2,
+      absenceGraceMs: 0,
     });
     await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
     const answer = await stack.withWorker(async () => {

@@ -10,6 +10,8 @@ import {
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities/index.js';
+import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { createReconcilerActivities } from './ledger-reconciler.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -30,6 +32,8 @@ export interface EffectWorkerOptions extends ActivityDeps {
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Identity shown in the Web UI's worker list. */
   identity?: string;
+  /** With a client, the worker also hosts the ledger reconciler's activity (resuming stranded effects). */
+  effects?: EffectLedgerClient;
 }
 
 export async function createEffectWorker(options: EffectWorkerOptions): Promise<Worker> {
@@ -39,6 +43,9 @@ export async function createEffectWorker(options: EffectWorkerOptions): Promise<
     taskQueue: options.taskQueue,
     ...(options.identity ? { identity: options.identity } : {}),
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
-    activities: createActivities(options),
+    activities: {
+      ...createActivities(options),
+      ...(options.effects ? createReconcilerActivities(options.effects) : {}),
+    },
   });
 }

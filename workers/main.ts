@@ -1,24 +1,39 @@
-// The worker process: `npm run worker`. Reads temporal.yaml, DATABASE_URL, EFFECT_LEDGER_PROVIDER_URL.
+// The worker process: `npm run worker`. Reads temporal.yaml, DATABASE_URL, EFFECT_LEDGER_PROVIDER_URL,
+// EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow
+// is resumed). It also makes sure the ledger reconciler's schedule exists.
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
 import { loadTemporalConfig, providerUrl } from './config.js';
 import { createEffectWorker } from './effect-worker.js';
+import { ensureReconcilerSchedule } from './ledger-reconciler.js';
 
 const config = loadTemporalConfig();
-const ledger = openLedger(databaseUrl());
+const reconcileEveryMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
+const ledger = openLedger(databaseUrl(), { max: 10 });
 const connection = await NativeConnection.connect({ address: config.address });
+const clientConnection = await Connection.connect({ address: config.address });
 try {
+  const client = new Client({ connection: clientConnection, namespace: config.namespace });
+  const effects = new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue });
+  await ensureReconcilerSchedule(client, {
+    taskQueue: config.taskQueue,
+    everyMs: reconcileEveryMs,
+    olderThanMs: Math.min(30_000, reconcileEveryMs),
+  });
   const worker = await createEffectWorker({
     connection,
     namespace: config.namespace,
     taskQueue: config.taskQueue,
     db: ledger.db,
     destinations: createDestinations({ providerUrl: providerUrl() }),
+    effects,
   });
   // Worker.run() stops gracefully on SIGINT/SIGTERM (the SDK installs those handlers).
   await worker.run();
 } finally {
-  await connection.close();
+  await Promise.allSettled([connection.close(), clientConnection.close()]);
   await ledger.close();
 }

@@ -16,6 +16,20 @@ export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity>
 });
 
 /**
+ * v3's readback: bounded by its own deadline and a heartbeat per page, so a hung read is noticed and
+ * retried, and a cancelled one stops before it records anything.
+ */
+export const readback = proxyActivities<Pick<EffectActivities, 'readBack'>>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: {
+    initialInterval: '1 second',
+    maximumInterval: '1 minute',
+    nonRetryableErrorTypes: ['LedgerInvariantError', 'ReleaseNotFound', 'UnknownDestination'],
+  },
+});
+
+/**
  * One provider call per activity execution: after the request may have left, only evidence decides
  * what happens next. The activity gets a little more than the call so the adapter classifies first.
  */

@@ -1,13 +1,13 @@
 // One attempt: the intent is written (→ attempted), the released package is sent once, and the
 // provider's answer is recorded with the stage it leads to. Returns the classified outcome.
 // v3 does it in one activity (attemptOnce); v1/v2 runs replay their three (attemptInSteps).
-import { ActivityFailure, sleep } from '@temporalio/workflow';
+import { ActivityFailure, condition, sleep, workflowInfo } from '@temporalio/workflow';
 import type { AttemptReport } from '../activities/attempt-activities.js';
 import type { SendOutcome } from '../domain/destination-contract.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
 import { type EffectStage, isEffectStage, isTerminal, stageAfterOutcome } from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
-import type { EffectRun } from './effect-run.js';
+import type { EffectRun, QueuedDecision } from './effect-run.js';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
 export function backoffMs(n: number, retryAfterMs?: number): number {
@@ -38,14 +38,27 @@ export async function attemptInSteps(run: EffectRun): Promise<SendOutcome> {
   return outcome;
 }
 
-/** "Not sent": the provider cannot have applied it; the same key goes again after a pause. */
+/**
+ * "Not sent": the provider cannot have applied it; the same key goes again after a pause. In v3 a
+ * person may abandon the effect meanwhile (nothing is in flight), and a long refusal continues as new.
+ * Returns the abandon decision when one came.
+ */
 export async function pauseBeforeResend(
   run: EffectRun,
   outcome: Extract<SendOutcome, { class: 'not_sent' }>,
-): Promise<void> {
+): Promise<QueuedDecision | undefined> {
   const pause = backoffMs(run.attemptNumber, outcome.retryAfterMs);
   run.await(`retry with the same key in ${Math.round(pause / 1000)} s (not sent: ${outcome.detail.reason})`);
-  await sleep(pause);
+  if (!run.v3) {
+    await sleep(pause);
+    return undefined;
+  }
+  run.resendPending = true;
+  await condition(() => run.decisions.length > 0, pause);
+  run.resendPending = false;
+  const abandon = run.decisions.shift();
+  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver();
+  return abandon;
 }
 
 /** What an attempt ended in, besides a provider outcome: the ledger showed the effect was settled before. */

@@ -25,6 +25,8 @@ export interface EffectInput {
    * fills one history (default 24: four hours at the default interval). Absent in v1 inputs.
    */
   readbacksPerRun?: number;
+  /** Overrides the destination's absence grace (tests shorten it). Absent in v1/v2 inputs. */
+  absenceGraceMs?: number;
   /** What the previous run knew, when this run continues a long wait for a human (v2). */
   carried?: CarriedState;
 }

@@ -24,6 +24,8 @@ const DEFAULT_READBACKS_PER_RUN = 24;
 /** A human decision waiting to be acted on; an update's caller gets `answer`. */
 export interface QueuedDecision {
   ref: string;
+  /** The UNKNOWN episode it was sent in: once that episode ends, it is stale. */
+  episode: number;
   decision: Decision;
   answer?: (response: DecideResponse) => void;
 }
@@ -38,6 +40,12 @@ export class EffectRun {
   /** Same-key retries policy made after proven absence (counted per effect, carried across runs). */
   automaticRetries: number;
   readbacksThisRun = 0;
+  /** Waiting to resend after "not sent": an abandon decision is taken then (nothing is in flight). */
+  resendPending = false;
+  /** This run takes v3's path (set once, from the patch marker, at the start). */
+  v3 = false;
+  /** Counts the times this run entered UNKNOWN: a decision answers the episode it arrived in. */
+  episode = 0;
   private decisionSeq = 0;
 
   constructor(readonly input: EffectInput) {
@@ -82,6 +90,8 @@ export class EffectRun {
       step: MAIN_STEP,
       releaseRevision: this.releaseRevision,
       since: this.firstAttemptAt ?? '',
+      callTimeoutMs: this.input.callTimeoutMs,
+      ...(this.input.absenceGraceMs === undefined ? {} : { absenceGraceMs: this.input.absenceGraceMs }),
     };
   }
 
@@ -99,6 +109,14 @@ export class EffectRun {
       accepted: false,
       rejectionReason: why,
     });
+  }
+
+  /** Decisions still queued when their UNKNOWN episode ended: answered and recorded as stale, never applied later. */
+  async refuseStale(why: string): Promise<void> {
+    for (const item of this.decisions.splice(0)) {
+      await this.refuse(item.decision.kind, item.decision.actor, item.decision, why);
+      item.answer?.({ accepted: false, stage: this.view.stage, reason: why });
+    }
   }
 
   /** Ends the run: decisions that arrived but were never acted on are answered, not dropped. */

@@ -7,13 +7,14 @@ import type { EffectInput, EffectResult } from './contract.js';
 import { EffectRun } from './effect-run.js';
 import { handleMessages } from './messages.js';
 import { ONE_ACTIVITY_ATTEMPT_PATCH } from './patches.js';
-import { RETRY, reconcile } from './reconcile.js';
+import { applyDecision, RETRY, reconcile } from './reconcile.js';
 import { releaseInWorkflow, takeUpRelease } from './release.js';
 
 export async function effectWorkflow(input: EffectInput): Promise<EffectResult> {
   const run = new EffectRun(input);
   handleMessages(run);
   const v3 = patched(ONE_ACTIVITY_ATTEMPT_PATCH);
+  run.v3 = v3;
 
   // prepared → released; straight to recorded when the ledger already holds the fact.
   if (v3) takeUpRelease(run);
@@ -55,8 +56,11 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
         if (resolved !== RETRY) return run.finish(resolved);
         break;
       }
-      case 'not_sent':
-        await pauseBeforeResend(run, outcome);
+      case 'not_sent': {
+        const abandon = await pauseBeforeResend(run, outcome);
+        const resolution = abandon && (await applyDecision(run, abandon));
+        if (resolution && resolution !== RETRY) return run.finish(resolution);
+      }
     }
   }
 }

@@ -1,7 +1,7 @@
 // The effect's messages: the status query, the three decision signals an operator sends from the Web
 // UI, the `decide` update, and a catch-all for misspelt signal names. Decisions are validated here and
 // queued; the reconcile phase acts on them. Garbage is recorded in the ledger as refused.
-import { setDefaultSignalHandler, setHandler } from '@temporalio/workflow';
+import { currentUpdateInfo, setDefaultSignalHandler, setHandler } from '@temporalio/workflow';
 import { type DecisionKind, parseDecision } from '../domain/decisions.js';
 import {
   abandonSignal,
@@ -16,14 +16,20 @@ import {
 } from './contract.js';
 import type { EffectRun } from './effect-run.js';
 
+/** Why a decision cannot be taken now, or undefined: UNKNOWN takes any; a pause after "not sent" takes abandon. */
+function notAwaiting(run: EffectRun, kind: DecisionKind): string | undefined {
+  if (run.stage === 'unknown') return undefined;
+  if (run.resendPending && kind === 'abandon' && run.decisions.length === 0) return undefined;
+  return `not awaiting a decision: the effect is ${run.stage}`;
+}
+
 export function handleMessages(run: EffectRun): void {
   const onDecision = (kind: DecisionKind) => async (payload: unknown) => {
     const parsed = parseDecision(kind, payload);
     if (!parsed.ok) return run.refuse(kind, parsed.actor, payload, parsed.error);
-    if (run.stage !== 'unknown') {
-      return run.refuse(kind, parsed.decision.actor, payload, `not awaiting a decision: the effect is ${run.stage}`);
-    }
-    run.decisions.push({ ref: run.nextRef(), decision: parsed.decision });
+    const refusal = notAwaiting(run, kind);
+    if (refusal) return run.refuse(kind, parsed.decision.actor, payload, refusal);
+    run.decisions.push({ ref: run.nextRef(), episode: run.episode, decision: parsed.decision });
   };
 
   // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped.
@@ -48,8 +54,11 @@ export function handleMessages(run: EffectRun): void {
     async ({ decision: kind, ...payload }) => {
       const parsed = parseDecision(kind, payload);
       if (!parsed.ok) throw new Error(parsed.error); // the validator already refused it
+      // The update's ID names the decision: a caller re-sending it after a timeout makes one decision.
+      const updateId = currentUpdateInfo()?.id;
+      const ref = updateId ? `update:${updateId}` : run.nextRef();
       return new Promise<DecideResponse>((answer) =>
-        run.decisions.push({ ref: run.nextRef(), decision: parsed.decision, answer }),
+        run.decisions.push({ ref, episode: run.episode, decision: parsed.decision, answer }),
       );
     },
     {
@@ -57,7 +66,8 @@ export function handleMessages(run: EffectRun): void {
       validator: ({ decision: kind, ...payload }) => {
         const parsed = parseDecision(kind, payload);
         if (!parsed.ok) throw new Error(parsed.error);
-        if (run.stage !== 'unknown') throw new Error(`not awaiting a decision: the effect is ${run.stage}`);
+        const refusal = notAwaiting(run, kind);
+        if (refusal) throw new Error(refusal);
       },
     },
   );

@@ -1,9 +1,10 @@
 // UNKNOWN: automatic retries are frozen. Read back first; retry with the same key only where the
 // destination's contract allows it after proven absence; otherwise wait for a human, reading back
-// again on a schedule so a late object is still found. Ends in a result, or in RETRY (same key).
+// again on a schedule so a late object is still found. Every retry, human or automatic, is preceded
+// by a fresh readback that records the object instead when it turns up. Ends in a result, or in RETRY.
 import { allHandlersFinished, condition, patched, sleep } from '@temporalio/workflow';
 import type { ReadbackResult } from '../domain/destination-contract.js';
-import { ledger } from './activity-proxies.js';
+import { ledger, readback } from './activity-proxies.js';
 import { backoffMs } from './attempt.js';
 import type { EffectResult } from './contract.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
@@ -16,46 +17,78 @@ export const RETRY = 'retry';
 export type Resolution = typeof RETRY | EffectResult;
 
 export async function reconcile(run: EffectRun): Promise<Resolution> {
+  run.episode += 1;
+  const resolution = await settleUnknown(run);
+  // A decision queued while this episode ended must not be applied to a later, different one.
+  if (resolution === RETRY && run.v3) {
+    await run.refuseStale(
+      `stale: it answered UNKNOWN episode ${run.episode}, which ended in a retry; send it again if it still holds`,
+    );
+  }
+  return resolution;
+}
+
+async function settleUnknown(run: EffectRun): Promise<Resolution> {
   for (;;) {
-    const readback = await readBack(run);
-    if (readback.outcome === 'found') {
-      run.view.setResult(readback.externalId, readback.externalUrl);
-      run.move('reconciled');
-      run.move('recorded');
-      return run.result();
-    }
-    if (mayRetryAutomatically(run, readback)) {
+    const found = await readBack(run);
+    if (found.outcome === 'found') return recordFound(run, found);
+    if (mayRetryAutomatically(run, found)) {
       run.automaticRetries += 1;
       run.await(
         `retry with the same key: readback proved absence (automatic retry ${run.automaticRetries} of ${MAX_AUTOMATIC_RETRIES})`,
       );
       await sleep(backoffMs(run.automaticRetries));
-      return RETRY;
+      return freshReadbackBeforeRetry(run);
     }
-    const decision = await awaitDecision(run, readback);
+    const decision = await awaitDecision(run, found);
     if (!decision) continue; // time to read back again
-    const resolution = await decide(run, decision);
+    const resolution = await applyDecision(run, decision);
     if (resolution) return resolution;
   }
 }
 
 async function readBack(run: EffectRun): Promise<ReadbackResult> {
   run.await('readback: looking for the exact object at the destination');
-  const readback = await ledger.readBack(run.target());
+  // v3 reads back through a proxy with a heartbeat timeout; earlier runs replay the retried ledger proxy.
+  const read = run.v3 ? readback.readBack : ledger.readBack;
+  const result = await read(run.target());
   run.readbacksThisRun += 1;
   run.view.addReadback({
     at: new Date().toISOString(),
-    outcome: readback.outcome,
-    coverage: readback.coverage,
-    method: readback.detail.method,
-    reason: readback.detail.reason,
+    outcome: result.outcome,
+    coverage: result.coverage,
+    method: result.detail.method,
+    reason: result.detail.reason,
   });
-  return readback;
+  return result;
 }
 
-function mayRetryAutomatically(run: EffectRun, readback: ReadbackResult): boolean {
+function recordFound(run: EffectRun, found: Extract<ReadbackResult, { outcome: 'found' }>): EffectResult {
+  run.view.setResult(found.externalId, found.externalUrl);
+  run.move('reconciled');
+  run.move('recorded');
+  return run.result();
+}
+
+/**
+ * v3: a retry leaves only after a readback that still finds nothing, once our last request can no
+ * longer be in flight (the readback says until when); the object is recorded instead if it turned up.
+ */
+async function freshReadbackBeforeRetry(run: EffectRun): Promise<Resolution> {
+  if (!run.v3) return RETRY;
+  for (;;) {
+    const latest = await readBack(run);
+    if (latest.outcome === 'found') return recordFound(run, latest);
+    const inFlightUntil = latest.detail.inFlightUntil;
+    if (!inFlightUntil) return RETRY;
+    run.await(`retry approved; first waiting until ${inFlightUntil}, when our last request can no longer be in flight`);
+    await sleep(Math.max(1000, Date.parse(inFlightUntil) - Date.now()));
+  }
+}
+
+function mayRetryAutomatically(run: EffectRun, read: ReadbackResult): boolean {
   return (
-    readback.outcome === 'absent' &&
+    read.outcome === 'absent' &&
     run.input.retryAfterProvenAbsence &&
     run.automaticRetries < MAX_AUTOMATIC_RETRIES &&
     run.decisions.length === 0
@@ -63,13 +96,18 @@ function mayRetryAutomatically(run: EffectRun, readback: ReadbackResult): boolea
 }
 
 /** The next human decision, or undefined when the readback interval passed without one. */
-async function awaitDecision(run: EffectRun, readback: ReadbackResult): Promise<QueuedDecision | undefined> {
+async function awaitDecision(run: EffectRun, read: ReadbackResult): Promise<QueuedDecision | undefined> {
   const { input, decisions } = run;
+  // While our last request may still be in flight, read again as soon as that window closes.
+  const inFlightUntil = read.detail.inFlightUntil ? Date.parse(read.detail.inFlightUntil) : undefined;
+  const wait = inFlightUntil
+    ? Math.min(input.readbackIntervalMs, Math.max(1000, inFlightUntil - Date.now()))
+    : input.readbackIntervalMs;
   run.await(
-    `a human decision (signal approve-retry, confirm-delivery or abandon): readback was ${readback.outcome}` +
-      ` (${readback.detail.reason}); reading back again every ${Math.round(input.readbackIntervalMs / 1000)} s`,
+    `a human decision (signal approve-retry, confirm-delivery or abandon): readback was ${read.outcome}` +
+      ` (${read.detail.reason}); reading back again in ${Math.round(wait / 1000)} s`,
   );
-  if (!(await condition(() => decisions.length > 0, input.readbackIntervalMs))) {
+  if (!(await condition(() => decisions.length > 0, wait))) {
     if (!(run.longWait() && patched(CONTINUE_AS_NEW_PATCH))) return undefined;
     // Hand over only between decisions: one that arrives meanwhile is decided in this run.
     await condition(() => decisions.length > 0 || allHandlersFinished());
@@ -78,17 +116,24 @@ async function awaitDecision(run: EffectRun, readback: ReadbackResult): Promise<
   return decisions.shift();
 }
 
-/** Acts on a human decision: a resolution, or undefined when a confirmation was refused. */
-async function decide(run: EffectRun, { ref, decision, answer }: QueuedDecision): Promise<Resolution | undefined> {
+/** Acts on a human decision: a resolution, or undefined when it was refused and the wait goes on. */
+export async function applyDecision(run: EffectRun, queued: QueuedDecision): Promise<Resolution | undefined> {
   const { input, view } = run;
+  const { ref, decision, answer } = queued;
   const respond = (accepted: boolean, reason?: string) => answer?.({ accepted, stage: view.stage, reason });
+  if (run.v3 && decision.attempt !== undefined && decision.attempt !== run.attemptNumber) {
+    const why = `stale: it answers attempt ${decision.attempt}; the effect is on attempt ${run.attemptNumber}`;
+    await run.refuse(decision.kind, decision.actor, decision, why);
+    respond(false, why);
+    return undefined;
+  }
   const accepted = { requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true };
   switch (decision.kind) {
     case 'approve-retry':
       await ledger.recordDecision(accepted);
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
       respond(true);
-      return RETRY;
+      return freshReadbackBeforeRetry(run);
     case 'abandon':
       await ledger.recordDecision(accepted, 'abandoned');
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });

@@ -60,14 +60,15 @@ export function classifyErrorStatus(status: number, body: unknown, retryAfter: s
     return {
       class: 'not_sent',
       httpStatus: status,
-      retryAfterMs: retryAfterMs(retryAfter) ?? 1000,
+      // Without a usable Retry-After the workflow backs off (doubling to a minute), never a fixed second.
+      retryAfterMs: retryAfterMs(retryAfter),
       detail: { ...detail, reason: 'rate limited: not processed' },
     };
   if (status === 503 && retryAfter !== null) {
     return {
       class: 'not_sent',
       httpStatus: status,
-      retryAfterMs: retryAfterMs(retryAfter) ?? 1000,
+      retryAfterMs: retryAfterMs(retryAfter),
       detail: { ...detail, reason: '503 with Retry-After: not processed' },
     };
   }

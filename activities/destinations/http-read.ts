@@ -4,13 +4,25 @@ export class ProviderReadError extends Error {
   override readonly name = 'ProviderReadError';
 }
 
-export async function getJson<T>(url: string, timeoutMs = 10_000): Promise<{ status: 200; body: T } | { status: 404 }> {
+/** The readback's own bounds: its cancellation, and a heartbeat after each read. */
+export interface ReadBounds {
+  signal?: AbortSignal;
+  onPage?: () => void;
+}
+
+export async function getJson<T>(
+  url: string,
+  bounds: ReadBounds = {},
+  timeoutMs = 10_000,
+): Promise<{ status: 200; body: T } | { status: 404 }> {
   let response: Response;
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    response = await fetch(url, { signal: bounds.signal ? AbortSignal.any([timeout, bounds.signal]) : timeout });
   } catch (error) {
     throw new ProviderReadError(`GET ${url} failed: ${(error as Error).message}`);
   }
+  bounds.onPage?.();
   if (response.status === 404) {
     await response.body?.cancel();
     return { status: 404 };

@@ -11,7 +11,7 @@ import type {
   ReadbackResult,
   SendOutcome,
 } from '../../domain/destination-contract.js';
-import { isExactObject, type StampedObject } from './exact-match.js';
+import { foreignBodyVerdict, isExactObject, isForeignBody, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson, objectIdFromUrl } from './http-read.js';
 
@@ -42,6 +42,9 @@ export const keyedApiContract: DestinationContract = {
   // Absence is proven by a server-side search over every object carrying our effect ID, and the key
   // (when still remembered) dedupes anyway: a same-key retry after that cannot make a duplicate.
   retryAfterProvenAbsence: true,
+  // The key lookup reports a request still in flight (409 while processing); a short grace covers the
+  // moment between our timeout and the provider registering the key.
+  absenceGraceMs: 5_000,
   buildPackage(effectId, operation, payload) {
     const target =
       operation === 'refund.create'
@@ -99,6 +102,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
       // 1. By key, while the provider remembers it.
       const byKey = await getJson<{ status: string; object_id: string | null }>(
         `${baseUrl}/v1/idempotency_keys/${encodeURIComponent(request.idempotencyKey)}`,
+        request,
       );
       if (byKey.status === 200 && byKey.body.status === 'in_flight') {
         return {
@@ -108,7 +112,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
         };
       }
       if (byKey.status === 200 && byKey.body.object_id) {
-        const object = await getJson<ProviderObject>(url(byKey.body.object_id));
+        const object = await getJson<ProviderObject>(url(byKey.body.object_id), request);
         if (object.status === 200 && isExactObject(object.body, request)) {
           return {
             outcome: 'found',
@@ -122,16 +126,22 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
       }
       // 2. By the reference we stamped, over every object (a server-side filter: complete coverage).
       const matches: ProviderObject[] = [];
+      const foreign: string[] = [];
       let after: string | undefined;
       let scanned = 0;
       for (let page = 0; page < READBACK_PAGE_LIMIT; page++) {
         const query = `limit=100&metadata[effect_id]=${encodeURIComponent(request.effectId)}${after ? `&starting_after=${after}` : ''}`;
-        const listed = await getJson<{ data: ProviderObject[]; has_more: boolean }>(`${baseUrl}/v1/objects?${query}`);
+        const listed = await getJson<{ data: ProviderObject[]; has_more: boolean }>(
+          `${baseUrl}/v1/objects?${query}`,
+          request,
+        );
         if (listed.status === 404) throw new Error('object listing is missing at the provider');
         scanned += listed.body.data.length;
         matches.push(...listed.body.data.filter((o) => isExactObject(o, request)));
+        foreign.push(...listed.body.data.filter((o) => isForeignBody(o, request)).map((o) => o.id));
         if (!listed.body.has_more || listed.body.data.length === 0) {
           const [first, ...others] = matches.sort((a, b) => a.created_at.localeCompare(b.created_at));
+          if (!first && foreign.length) return foreignBodyVerdict('metadata_search', foreign, scanned);
           if (!first)
             return {
               outcome: 'absent',
@@ -165,7 +175,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
     objectUrlShape: `${baseUrl}/v1/objects/<id>`,
 
     async lookup(externalId, request): Promise<LookupResult> {
-      const found = await getJson<ProviderObject>(`${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`);
+      const found = await getJson<ProviderObject>(`${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`, request);
       if (found.status === 404) return { exists: false };
       return {
         exists: true,

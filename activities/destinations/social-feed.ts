@@ -11,7 +11,7 @@ import type {
   SendOutcome,
 } from '../../domain/destination-contract.js';
 import { cutText } from '../../domain/storable.js';
-import { isExactObject, type StampedObject } from './exact-match.js';
+import { foreignBodyVerdict, isExactObject, isForeignBody, type StampedObject } from './exact-match.js';
 import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson, objectIdFromUrl } from './http-read.js';
 
@@ -41,6 +41,8 @@ export const socialFeedContract: DestinationContract = {
   callTimeoutMs: 10_000,
   // Nothing at the provider dedupes a second POST: only a human may approve one.
   retryAfterProvenAbsence: false,
+  // Nothing tells us a post is still being created: a request that timed out may land a while later.
+  absenceGraceMs: 60_000,
   buildPackage(effectId, _operation, payload) {
     return {
       target: `POST /social/v1/posts channel=${String(payload.channel)}`,
@@ -95,14 +97,17 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
       let scanned = 0;
       let reachedBack = false;
       const matches: Post[] = [];
+      const foreign: string[] = [];
       for (let page = 0; page < MAX_PAGES; page++) {
         const listed: { status: 200; body: { data: Post[]; next_cursor: string | null } } | { status: 404 } =
           await getJson(
             `${baseUrl}/social/v1/posts?page_size=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            request,
           );
         if (listed.status === 404) throw new Error('post listing is missing at the provider');
         scanned += listed.body.data.length;
         matches.push(...listed.body.data.filter((p) => isExactObject(p, request)));
+        foreign.push(...listed.body.data.filter((p) => isForeignBody(p, request)).map((p) => p.id));
         if (listed.body.data.some((p) => Date.parse(p.created_at) < since)) reachedBack = true;
         cursor = listed.body.next_cursor;
         if (matches.length || reachedBack || !cursor) break;
@@ -124,6 +129,7 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
           },
         };
       }
+      if (foreign.length) return foreignBodyVerdict(method, foreign, scanned);
       // Absent only if the listing reached back past the attempt, or ended short of the documented limit.
       if (reachedBack || (!cursor && scanned < DOCUMENTED_LIST_LIMIT)) {
         return {
@@ -147,7 +153,7 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
     objectUrlShape: postUrl('<id>'),
 
     async lookup(externalId, request): Promise<LookupResult> {
-      const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)));
+      const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)), request);
       if (found.status === 404) return { exists: false };
       return {
         exists: true,

@@ -215,6 +215,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         callTimeoutMs: 1500,
         readbackIntervalMs: 2000,
         readbacksPerRun: 2,
+        absenceGraceMs: 0,
       });
       await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
       await stack.withWorker(async () => {

@@ -1,0 +1,112 @@
+// Never lost: an effect the ledger shows as unfinished always gets a running workflow again — after the
+// approver died between its ledger write and the workflow start, or after its run was terminated — and a
+// resumed run reads back before it sends anything. The ledger reconciler (a Temporal Schedule) does it.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { validateEffectRequest } from '../client/effect-request.js';
+import { objectsFor } from '../harness/effect-probes.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { taskRequest } from '../harness/sample-requests.js';
+import { waitFor } from '../harness/wait-for.js';
+import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
+import { registerEffect } from '../ledger/registration.js';
+import { readEffect } from '../ledger/trail.js';
+import { ensureReconcilerSchedule, LEDGER_RECONCILER_SCHEDULE_ID } from '../workers/ledger-reconciler.js';
+
+describe('never lost: the ledger reconciler resumes unfinished effects', { timeout: 240_000 }, () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ callTimeoutMs: 1500, purpose: 'neverlost' });
+    await ensureReconcilerSchedule(stack.env.client, { taskQueue: stack.taskQueue, everyMs: 1000, olderThanMs: 0 });
+  });
+  after(() => stack?.stop());
+
+  const posts = async () => (await stack.simulator.stats()).posts['/v1/objects'] ?? 0;
+  const stageOf = async (effectId: string) => (await readEffect(stack.ledger.db, effectId))?.stage;
+  const runsOf = async (effectId: string) => {
+    let runs = 0;
+    for await (const _ of stack.env.client.workflow.list({ query: `WorkflowId = '${effectId}'` })) runs += 1;
+    return runs;
+  };
+
+  /** What approve() writes before it starts the workflow: the state an approver that died leaves behind. */
+  async function registerWithoutWorkflow(request: ReturnType<typeof taskRequest>) {
+    const valid = validateEffectRequest(request);
+    const pkg = valid.contract.buildPackage(valid.effectId, valid.operation, valid.payload);
+    await registerEffect(
+      stack.ledger.db,
+      {
+        effectId: valid.effectId,
+        destination: valid.destination,
+        operation: valid.operation,
+        fingerprint: valid.fingerprint,
+        payload: valid.payload,
+        approvedBy: valid.approvedBy,
+        authorizationRef: valid.authorizationRef,
+        summary: valid.summary,
+        mechanism: valid.contract.mechanism,
+        keyRetentionSeconds: valid.contract.keyRetentionSeconds,
+      },
+      { package: pkg, bodySha256: sha256Hex(canonicalJson(pkg.body)) },
+    );
+  }
+
+  test('the schedule is registered once, visible to operators', async () => {
+    await ensureReconcilerSchedule(stack.env.client, { taskQueue: stack.taskQueue, everyMs: 1000, olderThanMs: 0 });
+    const description = await stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).describe();
+    assert.equal(description.action.type, 'startWorkflow');
+  });
+
+  test('an approval with no workflow (the approver died after its ledger write) is resumed and recorded, once', async () => {
+    const effectId = 'task:orphaned';
+    await registerWithoutWorkflow(taskRequest(effectId, 'request-orphan'));
+    const before = await posts();
+    await stack.withWorker(() =>
+      waitFor(async () => (await stageOf(effectId)) === 'recorded', `${effectId} recorded by a resumed run`, 60_000),
+    );
+    assert.equal((await objectsFor(stack, effectId)).length, 1);
+    assert.equal((await posts()) - before, 1, 'one POST');
+    assert.equal(await runsOf(effectId), 1);
+  });
+
+  test('a run terminated mid-call is resumed; the new run reads back first and never sends again', async () => {
+    const effectId = 'task:terminated';
+    // The provider stores the object and holds its answer: the run is terminated while the call is open.
+    await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: 8000 });
+    const before = await posts();
+    await stack.withWorker(async () => {
+      await stack.effects.approve(taskRequest(effectId, 'request-terminated'));
+      await waitFor(async () => (await posts()) > before, 'the request to reach the provider');
+      await stack.env.client.workflow.getHandle(effectId).terminate('an operator terminated it in the UI');
+      await waitFor(async () => (await stageOf(effectId)) === 'recorded', `${effectId} recorded`, 90_000);
+    });
+    assert.equal((await objectsFor(stack, effectId)).length, 1);
+    assert.equal((await posts()) - before, 1, 'the resumed run sent nothing');
+    const { trail } = await stack.effects.status(effectId);
+    assert.equal(trail.attempts.length, 1);
+    assert.equal(trail.fact?.confirmedBy, 'readback');
+    assert.equal(await runsOf(effectId), 2);
+  });
+
+  test('re-approving an effect whose run was terminated resumes it (no reconciler needed)', async () => {
+    const effectId = 'task:reapproved';
+    await stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).pause('this test shows approve alone');
+    try {
+      await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: 8000 });
+      const before = await posts();
+      await stack.withWorker(async () => {
+        await stack.effects.approve(taskRequest(effectId, 'request-reapproved'));
+        await waitFor(async () => (await posts()) > before, 'the request to reach the provider');
+        await stack.env.client.workflow.getHandle(effectId).terminate('terminated');
+        const again = await stack.effects.approve(taskRequest(effectId, 'request-reapproved'));
+        assert.equal(again.created, false);
+        const result = await stack.effects.result(effectId);
+        assert.equal(result.stage, 'recorded');
+      });
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+      assert.equal((await posts()) - before, 1);
+    } finally {
+      await stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).unpause();
+    }
+  });
+});
