@@ -453,6 +453,7 @@ describe('request log', () => {
     assert.equal(log[0].objectId, first.body.id);
     assert.equal(log[0].replayed, false);
     assert.equal(log[1].replayed, true);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
     assert.equal(log[1].objectId, first.body.id);
     assert.equal(log[2].bodySha256, sha({ text: 'hi' }), 'a dropped request still has its body hash');
     assert.ok(log.every((r: any, i: number) => r.seq > (log[i - 1]?.seq ?? 0) && !Number.isNaN(Date.parse(r.at))));
