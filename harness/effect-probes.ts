@@ -136,7 +136,8 @@ export async function openWorkflows(stack: Stack): Promise<string[]> {
     try {
       if ((await stack.env.client.workflow.getHandle(id).describe()).status.name === 'RUNNING') open.push(id);
     } catch (error) {
-      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      // Not found, or an ID the server refuses outright (bad input a test tried to approve): not running.
+      if (!(error instanceof WorkflowNotFoundError) && stack.approvedEffectIds.has(id) === false) throw error;
     }
   }
   return open.sort();

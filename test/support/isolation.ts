@@ -22,7 +22,12 @@ export function isolateEachTest(stackOf: () => Stack | undefined): void {
     const faults = await stack.simulator.faults();
     await stack.simulator.clearFaults();
     if (faults.length > 0) problems.push(`the test left faults unconsumed: ${JSON.stringify(faults)}`);
-    const open = (await openWorkflows(stack)).filter((id) => !leftOpenOnPurpose.has(id));
+    const open = (
+      await openWorkflows(stack).catch((error: unknown) => {
+        problems.push(`cannot list open workflows: ${String(error)}`);
+        return [];
+      })
+    ).filter((id) => !leftOpenOnPurpose.has(id));
     for (const id of open) {
       await stack.env.client.workflow
         .getHandle(id)
