@@ -83,9 +83,13 @@ export async function allProviderPosts(stack: Stack): Promise<LoggedRequest[]> {
 export async function assertProviderSaw(
   stack: Stack,
   effectId: string,
-  expected: { posts: number },
+  expected: {
+    posts: number;
+    /** Requests the test itself sent as someone else (an impostor carrying our effect ID), by seq. */
+    ignore?: readonly number[];
+  },
 ): Promise<LoggedRequest[]> {
-  const posts = await providerPostsFor(stack, effectId);
+  const posts = (await providerPostsFor(stack, effectId)).filter((p) => !expected.ignore?.includes(p.seq));
   const shown = () => JSON.stringify(posts, null, 1);
   assert.equal(posts.length, expected.posts, `POSTs the provider received for ${effectId}: ${shown()}`);
   if (posts.length === 0) return posts;
