@@ -435,4 +435,39 @@ describe('UNKNOWN on a keyed destination', () => {
       assert.equal(trail.fact?.externalId, post!.objectId);
     },
   );
+
+  test(
+    'readback ignores a look-alike carrying our effect ID with another body: absence proven, same-key retry, our own object recorded',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:look-alike';
+      // Someone else's object carrying our effect ID, with another amount (no key: not our request).
+      const impostor = (await (
+        await fetch(`${stack.simulator.url}/v1/objects`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            kind: 'refund.create',
+            charge: 'ch_1001',
+            amount: 9999,
+            currency: 'EUR',
+            metadata: { effect_id: effectId },
+          }),
+        })
+      ).json()) as { id: string };
+      const impostorSeq = (await stack.simulator.requests({ method: 'POST' }))[0]!.seq;
+      await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
+      const result = await runEffect(stack, refundRequest(effectId, 900));
+      assert.equal(result.stage, 'recorded');
+      const posts = await assertProviderSaw(stack, effectId, { posts: 2, ignore: [impostorSeq] });
+      const { trail } = await stack.effects.status(effectId);
+      assert.notEqual(trail.fact?.externalId, impostor.id, 'the look-alike is not our object');
+      assert.equal(trail.fact?.externalId, posts[1]!.objectId);
+      assert.equal(trail.fact?.confirmedBy, 'provider_response');
+      assert.deepEqual(
+        trail.evidence.filter((e) => e.kind === 'readback').map((e) => e.outcome),
+        ['absent'],
+      );
+    },
+  );
 });
