@@ -43,6 +43,7 @@ export const BUGS: readonly PlantedBug[] = [
     name: 'the key taken from the attempt number',
     file: 'activities/effect-activities.ts',
     find: 'idempotencyKey: attempt.idempotencyKey,',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the planted code is itself a template literal
     replace: 'idempotencyKey: `${attempt.effectId}:attempt-${attempt.attemptNumber}`,',
     tests: ['test/approve.test.ts', 'test/unknown-keyed.test.ts'],
   },
@@ -80,8 +81,8 @@ interface FileRun {
 function failingTests(tap: string): string[] {
   const failed: string[] = [];
   for (const line of tap.split('\n')) {
-    const match = /^( +)not ok \d+ - (.*)$/.exec(line);
-    if (match) failed.push(match[2]!.trim());
+    const name = /^ +not ok \d+ - (.*)$/.exec(line)?.[1];
+    if (name) failed.push(name.trim());
   }
   return failed;
 }
@@ -108,7 +109,7 @@ function scratchCopy(): string {
     recursive: true,
     filter: (src) => {
       const rel = relative(ROOT, src);
-      return rel === '' || !skip.has(rel.split('/')[0]!);
+      return rel === '' || !skip.has(rel.split('/')[0] ?? '');
     },
   });
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(dir, 'node_modules'));
