@@ -110,8 +110,10 @@ describe('concurrent approvals of one effect', () => {
       const request = refundRequest(effectId, 1100);
       // Hold the provider's answer until the duplicate has been handled.
       await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: 600_000 });
+      // A generous call timeout for this effect: its answer is held until the duplicate has been handled.
+      const patient = stack.effectsWith({ callTimeoutMs: 120_000 });
       const { first, second, runBefore } = await stack.withWorker(async () => {
-        const first = await stack.effects.approve(request);
+        const first = await patient.approve(request);
         await waitFor(async () => (await stack.simulator.requests({ method: 'POST' })).length === 1, 'the POST');
         const runBefore = await latestRunId(stack, effectId);
         const second = await stack.effects.approve(request);
