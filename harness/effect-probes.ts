@@ -1,15 +1,28 @@
-// What a user checks about one effect: its stage as the workflow says it, and its ledger trail.
-
+// What a user checks about one effect: its stage as the workflow says it, its ledger trail, and what
+// the provider itself received (its request log), which is the view that matters when they disagree.
+import assert from 'node:assert/strict';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import type { EffectStage } from '../domain/stages.js';
+import { readTrail } from '../ledger/trail.js';
 import { type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
 import type { Stack } from './local-stack.js';
-import { waitFor } from './wait-for.js';
+import type { LoggedRequest } from './simulator/request-log.js';
+import { waitFor, within } from './wait-for.js';
+
+/** How long any helper waits for a workflow to close before it fails instead of hanging. */
+export const RESULT_TIMEOUT_MS = 90_000;
+
+/** Waits (boundedly) for an effect's workflow to close. */
+export function resultOf(stack: Stack, effectId: string, timeoutMs = RESULT_TIMEOUT_MS): Promise<EffectResult> {
+  return within(stack.effects.result(effectId), `${effectId} to close`, timeoutMs);
+}
 
 /** Approves an effect while a worker polls, and waits for its workflow to close. */
-export function runEffect(stack: Stack, request: { effectId: string }): Promise<EffectResult> {
+export function runEffect(stack: Stack, request: { effectId: string }, effects = stack.effects): Promise<EffectResult> {
   return stack.withWorker(async () => {
-    await stack.effects.approve(request);
-    return stack.effects.result(request.effectId);
+    await effects.approve(request);
+    return resultOf(stack, request.effectId);
   });
 }
 
@@ -39,4 +52,97 @@ export async function objectsFor(stack: Stack, effectId: string) {
 
 export async function socialPostsFor(stack: Stack, effectId: string) {
   return (await stack.simulator.socialPosts()).filter((p) => p.metadata?.effect_id === effectId);
+}
+
+const EFFECTFUL_PATHS = new Set(['/v1/objects', '/social/v1/posts']);
+
+/**
+ * Every effectful POST the provider received for an effect, oldest first: those whose body carries the
+ * effect ID (how our adapters stamp it) and those whose key names it.
+ */
+export async function providerPostsFor(stack: Stack, effectId: string): Promise<LoggedRequest[]> {
+  return (await stack.simulator.requests({ method: 'POST' })).filter(
+    (r) =>
+      EFFECTFUL_PATHS.has(r.path) &&
+      (r.effectId === effectId || r.idempotencyKey === effectId || r.idempotencyKey?.startsWith(`${effectId}:`)),
+  );
+}
+
+/** Every effectful POST the provider received, whoever sent it. */
+export async function allProviderPosts(stack: Stack): Promise<LoggedRequest[]> {
+  return (await stack.simulator.requests({ method: 'POST' })).filter((r) => EFFECTFUL_PATHS.has(r.path));
+}
+
+/**
+ * Asserts from the provider's own request log: exactly `posts` effectful POSTs arrived for the effect;
+ * each carried the effect's key (the effect ID on a keyed destination, no key on a key-less one) and
+ * the released body's hash; each arrived after its attempt row was written, and no attempt row
+ * accounts for two of them (one request per attempt: nothing retried a send behind the ledger's back).
+ * Returns the POSTs for further checks.
+ */
+export async function assertProviderSaw(
+  stack: Stack,
+  effectId: string,
+  expected: {
+    posts: number;
+    /** Requests the test itself sent as someone else (an impostor carrying our effect ID), by seq. */
+    ignore?: readonly number[];
+  },
+): Promise<LoggedRequest[]> {
+  const posts = (await providerPostsFor(stack, effectId)).filter((p) => !expected.ignore?.includes(p.seq));
+  const shown = () => JSON.stringify(posts, null, 1);
+  assert.equal(posts.length, expected.posts, `POSTs the provider received for ${effectId}: ${shown()}`);
+  if (posts.length === 0) return posts;
+  const trail = await readTrail(stack.ledger.db, effectId);
+  assert.ok(trail, `${effectId} is in the ledger`);
+  const release = trail.releases.at(-1);
+  assert.ok(release, `${effectId} was released`);
+  const keyed = trail.effect.mechanism === 'idempotency_key';
+  const attempts = [...trail.attempts].sort((a, b) => a.attemptNumber - b.attemptNumber);
+  const used = new Set<number>();
+  for (const post of posts) {
+    assert.equal(post.bodySha256, release.bodySha256, `body hash of POST #${post.seq} is the release's`);
+    assert.equal(post.effectId, effectId, `POST #${post.seq} carries the effect ID in its body`);
+    const arrived = Date.parse(post.at);
+    const attempt = attempts.filter((a) => a.startedAt.getTime() <= arrived).at(-1);
+    assert.ok(attempt, `an attempt row of ${effectId} existed before POST #${post.seq} arrived (${post.at})`);
+    assert.ok(
+      !used.has(attempt.attemptNumber),
+      `attempt ${attempt.attemptNumber} of ${effectId} accounts for two POSTs: a send was retried without a new attempt row (${shown()})`,
+    );
+    used.add(attempt.attemptNumber);
+    // The key is the effect ID (or effectID:step), never anything an attempt or a run contributes.
+    const expectedKey = keyed ? idempotencyKeyFor(effectId, attempt.step) : null;
+    assert.equal(post.idempotencyKey, expectedKey, `key of POST #${post.seq} for ${effectId}`);
+  }
+  return posts;
+}
+
+/** The run an effect's workflow ID points at now (strongly consistent, unlike a visibility listing). */
+export async function latestRunId(stack: Stack, effectId: string): Promise<string | null> {
+  try {
+    return (await stack.env.client.workflow.getHandle(effectId).describe()).runId;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  }
+}
+
+/**
+ * Workflows still running on the stack: every effect approved through the stack's clients (checked by
+ * describe, which cannot lag) and whatever the visibility listing shows (CLI approvals).
+ */
+export async function openWorkflows(stack: Stack): Promise<string[]> {
+  const ids = new Set(stack.approvedEffectIds);
+  for await (const w of stack.env.client.workflow.list({ query: 'ExecutionStatus = "Running"' })) ids.add(w.workflowId);
+  const open: string[] = [];
+  for (const id of ids) {
+    try {
+      if ((await stack.env.client.workflow.getHandle(id).describe()).status.name === 'RUNNING') open.push(id);
+    } catch (error) {
+      // Not found, or an ID the server refuses outright (bad input a test tried to approve): not running.
+      if (!(error instanceof WorkflowNotFoundError) && stack.approvedEffectIds.has(id) === false) throw error;
+    }
+  }
+  return open.sort();
 }

@@ -7,7 +7,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';
 import { createDestinations } from '../activities/destinations/registry.js';
-import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import {
+  type ApprovalResult,
+  EffectLedgerClient,
+  type EffectLedgerClientOptions,
+} from '../client/effect-ledger-client.js';
 import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { loadTemporalConfig } from '../workers/config.js';
@@ -30,9 +34,39 @@ export interface Stack {
   taskQueue: string;
   namespace: string;
   effects: EffectLedgerClient;
+  /**
+   * A client like `effects` with other options: a short call timeout only for the effect whose answer
+   * a test holds back, say. Its approvals are tracked like those of `effects`.
+   */
+  effectsWith(options: Partial<Omit<EffectLedgerClientOptions, 'client' | 'db' | 'taskQueue'>>): EffectLedgerClient;
+  /** Every effect ID approved through `effects` or `effectsWith` since the last `approvedEffectIds.clear()`. */
+  approvedEffectIds: Set<string>;
   /** Runs fn while a worker polls the task queue; the worker stops when fn settles. */
-  withWorker<T>(fn: () => Promise<T>): Promise<T>;
+  withWorker<T>(fn: () => Promise<T>, options?: WorkerOptions): Promise<T>;
+  /** A worker polling in the background until stop() (for tests where nothing should run at all). */
+  startWorker(options?: WorkerOptions): Promise<{ stop(): Promise<void> }>;
   stop(): Promise<void>;
+}
+
+export interface WorkerOptions {
+  /** Where the worker's adapters send requests (default: the stack's simulator). */
+  providerUrl?: string;
+}
+
+/** The backend client, remembering which effect IDs it was asked to approve (for per-test isolation checks). */
+class TrackingEffectLedgerClient extends EffectLedgerClient {
+  constructor(
+    options: EffectLedgerClientOptions,
+    private readonly approved: Set<string>,
+  ) {
+    super(options);
+  }
+
+  override approve(request: unknown): Promise<ApprovalResult> {
+    const effectId = (request as { effectId?: unknown } | null)?.effectId;
+    if (typeof effectId === 'string') this.approved.add(effectId);
+    return super.approve(request);
+  }
 }
 
 /** A port nothing listens on right now (the dev server binds it a moment later). */
@@ -50,6 +84,7 @@ function freePort(): Promise<number> {
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
 export interface StackOptions {
+  /** Overrides every destination's call timeout; unset, each destination's own (seconds, generous). */
   callTimeoutMs?: number;
   readbackIntervalMs?: number;
   /** The destinations' absence grace; 0 unless a test exercises it, so "absent" is decidable at once. */
@@ -79,14 +114,26 @@ export async function startStack({
   ]);
   const ledger = openLedger(databaseUrl.toString());
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
-  const effects = new EffectLedgerClient({
+  const approvedEffectIds = new Set<string>();
+  const baseOptions: EffectLedgerClientOptions = {
     client: env.client,
     db: ledger.db,
     taskQueue,
     absenceGraceMs,
     ...clientOptions,
-  });
+  };
+  const effects = new TrackingEffectLedgerClient(baseOptions, approvedEffectIds);
   const workflowBundle = await bundle;
+  const createWorker = (options: WorkerOptions = {}) =>
+    createEffectWorker({
+      connection: env.nativeConnection,
+      namespace: config.namespace,
+      taskQueue,
+      workflowBundle,
+      db: ledger.db,
+      destinations: createDestinations({ providerUrl: options.providerUrl ?? simulator.url }),
+      effects,
+    });
 
   return {
     env,
@@ -97,17 +144,21 @@ export async function startStack({
     taskQueue,
     namespace: config.namespace,
     effects,
-    async withWorker(fn) {
-      const worker = await createEffectWorker({
-        connection: env.nativeConnection,
-        namespace: config.namespace,
-        taskQueue,
-        workflowBundle,
-        db: ledger.db,
-        destinations: createDestinations({ providerUrl: simulator.url }),
-        effects,
-      });
+    effectsWith: (options) => new TrackingEffectLedgerClient({ ...baseOptions, ...options }, approvedEffectIds),
+    approvedEffectIds,
+    async withWorker(fn, options) {
+      const worker = await createWorker(options);
       return worker.runUntil(fn());
+    },
+    async startWorker(options) {
+      const worker = await createWorker(options);
+      const running = worker.run();
+      return {
+        async stop() {
+          worker.shutdown();
+          await running;
+        },
+      };
     },
     async stop() {
       await Promise.allSettled([env.teardown(), simulator.stop(), ledger.close()]);

@@ -18,3 +18,16 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** Settles like `promise`, or fails once `timeoutMs` has passed: a helper that waits must never hang a test. */
+export async function within<T>(promise: Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

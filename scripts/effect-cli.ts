@@ -13,6 +13,7 @@ import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { validateEffectRequest } from '../client/effect-request.js';
 import { isDecisionKind } from '../domain/decisions.js';
 import { EFFECT_STAGES, type EffectStage, isEffectStage } from '../domain/stages.js';
+import { arriveAtBarrier, BARRIER_ENV } from '../harness/barrier.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
 import { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
 import { formatTrail } from '../ledger/trail-format.js';
@@ -80,6 +81,9 @@ export function buildProgram(): Command {
       const request = readRequest(file);
       validateEffectRequest(request);
       await withSession(async ({ effects }) => {
+        // Test hook: contenders of a race test are let go together, connected and ready to approve.
+        const barrier = process.env[BARRIER_ENV];
+        if (barrier) await arriveAtBarrier(barrier);
         const result = await effects.approve(request);
         print(
           !!opts.json,

@@ -8,4 +8,4 @@ step "format and lint (Biome)"
 npx biome ci .
 step "tests (real Temporal dev server, real PostgreSQL, real HTTP)"
 # One file at a time: each starts its own dev server and database, and the machine has two cores.
-node --import tsx --test --test-concurrency=1 test/*.test.ts
+node --import tsx --test --test-concurrency=1 --test-timeout=600000 test/*.test.ts

@@ -1,13 +1,17 @@
 // Bad input gets a clear, typed error and changes nothing: no ledger row, no workflow, no provider call.
+// A worker polls throughout, so a wrongly started workflow could reach the provider; after each refusal
+// a sentinel effect runs to its end on that worker before "nothing was sent" is judged.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { count } from 'drizzle-orm';
 import { MAX_PAYLOAD_BYTES } from '../client/effect-request.js';
+import { allProviderPosts, assertProviderSaw, latestRunId, resultOf } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { refundRequest, taskRequest } from '../harness/sample-requests.js';
 import { InvalidEffectRequestError, type InvalidRequestCode } from '../ledger/errors.js';
 import { effects } from '../ledger/schema.js';
 import { runCli } from './support/cli.js';
+import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 
 const valid = taskRequest('task:bad-input-base', 'request-1');
 const { effectId: _omit, ...withoutId } = valid;
@@ -45,25 +49,55 @@ const cases: Array<[string, unknown, InvalidRequestCode]> = [
 
 describe('bad input', () => {
   let stack: Stack;
+  let worker: { stop(): Promise<void> } | undefined;
   before(async () => {
     stack = await startStack();
+    worker = await stack.startWorker();
   });
-  after(() => stack?.stop());
+  after(async () => {
+    await worker?.stop();
+    await stack?.stop();
+  });
+  isolateEachTest(() => stack);
 
-  for (const [name, request, code] of cases) {
-    test(`${name} → InvalidEffectRequestError(${code}), nothing written`, async () => {
-      await assert.rejects(stack.effects.approve(request), (error) => {
-        assert.ok(error instanceof InvalidEffectRequestError, String(error));
-        assert.equal(error.code, code, error.message);
-        return true;
-      });
-      const [row] = await stack.ledger.db.select({ n: count() }).from(effects);
-      assert.equal(row!.n, 0);
-      assert.equal((await stack.simulator.stats()).posts['/v1/objects'] ?? 0, 0);
-    });
+  const effectRows = async () => (await stack.ledger.db.select({ n: count() }).from(effects))[0]!.n;
+  let sentinels = 0;
+
+  /** After a refusal: nothing in the ledger, no workflow under the ID, and (after a sentinel ran) no POST. */
+  async function assertNothingHappened(rowsBefore: number, effectId: unknown) {
+    assert.equal(await effectRows(), rowsBefore, 'no ledger row');
+    if (typeof effectId === 'string' && effectId !== '') {
+      assert.equal(await latestRunId(stack, effectId), null, `no workflow ${effectId}`);
+    }
+    const sentinel = taskRequest(`task:sentinel-${++sentinels}`, `sentinel-${sentinels}`);
+    await stack.effects.approve(sentinel);
+    assert.equal((await resultOf(stack, sentinel.effectId)).stage, 'recorded');
+    await assertProviderSaw(stack, sentinel.effectId, { posts: 1 });
+    assert.deepEqual(
+      (await allProviderPosts(stack)).map((p) => [p.path, p.effectId]),
+      [['/v1/objects', sentinel.effectId]],
+      'the provider (keyed and social) saw nothing but the sentinel',
+    );
   }
 
-  test('the CLI answers with distinct exit codes and writes nothing on bad input', async () => {
+  for (const [name, request, code] of cases) {
+    test(
+      `${name} → InvalidEffectRequestError(${code}), nothing written, nothing started, nothing sent`,
+      TEST_TIMEOUT,
+      async () => {
+        const rowsBefore = await effectRows();
+        await assert.rejects(stack.effects.approve(request), (error) => {
+          assert.ok(error instanceof InvalidEffectRequestError, String(error));
+          assert.equal(error.code, code, error.message);
+          return true;
+        });
+        await assertNothingHappened(rowsBefore, (request as { effectId?: unknown } | null)?.effectId);
+      },
+    );
+  }
+
+  test('the CLI answers with distinct exit codes and writes nothing on bad input', TEST_TIMEOUT, async () => {
+    const rowsBefore = await effectRows();
     const notJson = await runCli(stack, ['approve', '--json'], '{"effectId": ');
     assert.equal(notJson.code, 2, notJson.stderr);
     assert.match(notJson.stderr, /not JSON/);
@@ -74,28 +108,36 @@ describe('bad input', () => {
     assert.equal(badStage.code, 2);
     const missing = await runCli(stack, ['status', 'refund:never-approved']);
     assert.equal(missing.code, 4);
-    const [row] = await stack.ledger.db.select({ n: count() }).from(effects);
-    assert.equal(row!.n, 0);
+    await assertNothingHappened(rowsBefore, valid.effectId);
   });
 
-  test('the CLI reports a conflict with exit code 3 and lists by stage', async () => {
-    const first = await stack.withWorker(async () => {
-      const run = await runCli(stack, ['approve', '--json'], JSON.stringify(refundRequest('refund:cli-1', 300)));
-      await stack.effects.result('refund:cli-1');
-      return run;
-    });
-    assert.equal(first.code, 0, first.stderr);
-    const conflict = await runCli(stack, ['approve'], JSON.stringify(refundRequest('refund:cli-1', 301)));
-    assert.equal(conflict.code, 3);
-    assert.match(conflict.stderr, /EffectConflictError/);
-    const listed = await runCli(stack, ['list', '--stage', 'recorded', '--json']);
-    assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual(
-      (JSON.parse(listed.stdout) as Array<{ effectId: string }>).map((e) => e.effectId),
-      ['refund:cli-1'],
-    );
-    const status = await runCli(stack, ['status', 'refund:cli-1']);
-    assert.equal(status.code, 0, status.stderr);
-    assert.match(status.stdout, /attempt 1 key=refund:cli-1 .* → confirmed \(HTTP 200\)/);
-  });
+  test(
+    'the CLI reports a conflict with exit code 3 (nothing sent, no new run) and lists by stage',
+    TEST_TIMEOUT,
+    async () => {
+      const first = await runCli(stack, ['approve', '--json'], JSON.stringify(refundRequest('refund:cli-1', 300)));
+      assert.equal(first.code, 0, first.stderr);
+      await resultOf(stack, 'refund:cli-1');
+      const runBefore = await latestRunId(stack, 'refund:cli-1');
+      const conflict = await runCli(stack, ['approve'], JSON.stringify(refundRequest('refund:cli-1', 301)));
+      assert.equal(conflict.code, 3);
+      assert.match(conflict.stderr, /EffectConflictError/);
+      const sentinel = taskRequest('task:sentinel-conflict', 'sentinel-conflict');
+      await stack.effects.approve(sentinel);
+      await resultOf(stack, sentinel.effectId);
+      const [post] = await assertProviderSaw(stack, 'refund:cli-1', { posts: 1 });
+      assert.equal(post!.bodySha256, (await stack.effects.status('refund:cli-1')).trail.releases[0]!.bodySha256);
+      assert.equal(await latestRunId(stack, 'refund:cli-1'), runBefore, 'no new run');
+      const listed = await runCli(stack, ['list', '--stage', 'recorded', '--json']);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.ok(
+        (JSON.parse(listed.stdout) as Array<{ effectId: string; stage: string }>).some(
+          (e) => e.effectId === 'refund:cli-1' && e.stage === 'recorded',
+        ),
+      );
+      const status = await runCli(stack, ['status', 'refund:cli-1']);
+      assert.equal(status.code, 0, status.stderr);
+      assert.match(status.stdout, /attempt 1 key=refund:cli-1 .* → confirmed \(HTTP 200\)/);
+    },
+  );
 });

@@ -287,4 +287,59 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
       await ledger.close();
     }
   });
+
+  const effectRow = (id: string, fingerprint: string) =>
+    sql`INSERT INTO effects (effect_id, destination, operation, fingerprint, payload, approved_by, authorization_ref, summary, mechanism)
+        VALUES (${id}, 'social-feed', 'post.publish', ${fingerprint}, '{}', 'ana', 'T-9', 'post', 'none')`;
+
+  for (const terminal of ['rejected', 'abandoned'] as const) {
+    test(`a ${terminal} effect is final: no move out of it, no change to it, never deleted`, async () => {
+      const id = `e-${terminal}`;
+      await effectRow(id, sha(terminal === 'rejected' ? '1' : '2'));
+      await sql`UPDATE effects SET stage = 'released' WHERE effect_id = ${id}`;
+      await sql`UPDATE effects SET stage = 'attempted' WHERE effect_id = ${id}`;
+      await sql`UPDATE effects SET stage = 'unknown' WHERE effect_id = ${id}`;
+      await sql`UPDATE effects SET stage = ${terminal} WHERE effect_id = ${id}`;
+      for (const next of ['attempted', 'unknown', 'recorded', 'released']) {
+        await assert.rejects(sql`UPDATE effects SET stage = ${next} WHERE effect_id = ${id}`, /terminal/, next);
+      }
+      await assert.rejects(
+        sql`UPDATE effects SET approved_by = 'mallory' WHERE effect_id = ${id}`,
+        /immutable except for its stage|terminal/,
+      );
+      await assert.rejects(sql`DELETE FROM effects WHERE effect_id = ${id}`, /never deleted/);
+      const [row] = await sql`SELECT stage FROM effects WHERE effect_id = ${id}`;
+      assert.equal(row!.stage, terminal);
+    });
+  }
+
+  test('evidence and decisions are append-only: no UPDATE, no DELETE', async () => {
+    await effectRow('e-decided', sha('3'));
+    const [evidence] =
+      await sql`INSERT INTO provider_evidence (effect_id, attempt_id, kind, outcome, coverage, detail) VALUES ('e-decided', NULL, 'readback', 'absent', 'complete', '{}') RETURNING evidence_id`;
+    const [decision] =
+      await sql`INSERT INTO decisions (request_ref, effect_id, kind, actor, reason, payload, accepted) VALUES ('ref-1', 'e-decided', 'abandon', 'ops@example.com', 'campaign cancelled', '{}', true) RETURNING decision_id`;
+    await assert.rejects(
+      sql`UPDATE provider_evidence SET outcome = 'found' WHERE evidence_id = ${evidence!.evidence_id}`,
+      /append-only: UPDATE refused/,
+    );
+    await assert.rejects(
+      sql`DELETE FROM provider_evidence WHERE evidence_id = ${evidence!.evidence_id}`,
+      /append-only: DELETE refused/,
+    );
+    await assert.rejects(
+      sql`UPDATE decisions SET accepted = false WHERE decision_id = ${decision!.decision_id}`,
+      /append-only: UPDATE refused/,
+    );
+    await assert.rejects(
+      sql`UPDATE decisions SET actor = 'someone else' WHERE decision_id = ${decision!.decision_id}`,
+      /append-only: UPDATE refused/,
+    );
+    await assert.rejects(
+      sql`DELETE FROM decisions WHERE decision_id = ${decision!.decision_id}`,
+      /append-only: DELETE refused/,
+    );
+    const [count] = await sql`SELECT count(*)::int AS n FROM decisions WHERE effect_id = 'e-decided'`;
+    assert.equal(count!.n, 1);
+  });
 });

@@ -4,12 +4,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import type { Page } from 'playwright-core';
-import { liveStatus, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
+import { assertProviderSaw, liveStatus, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest } from '../harness/sample-requests.js';
 import { waitFor } from '../harness/wait-for.js';
 import { decisions } from '../ledger/schema.js';
 import { artifactsDir, launchBrowser } from './support/browser.js';
+import { isolateEachTest, leftOpenOnPurpose, TEST_TIMEOUT } from './support/isolation.js';
 
 /** The key-less provider drops the connection before committing: UNKNOWN, readback absent, a human must decide. */
 async function stuckEffect(stack: Stack, effectId: string, text: string): Promise<void> {
@@ -78,72 +79,89 @@ describe('operators in the Temporal Web UI (headless Chromium)', () => {
   let stack: Stack;
   let browser: Awaited<ReturnType<typeof launchBrowser>>;
   before(async () => {
-    stack = await startStack({ ui: true, callTimeoutMs: 1500 });
+    // fail_before_commit cuts the connection at once: no call timeout is waited on, so none is shortened.
+    stack = await startStack({ ui: true });
     browser = await launchBrowser();
   });
   after(async () => {
     await browser?.close();
     await stack?.stop();
   });
+  isolateEachTest(() => stack);
 
-  test('find the stuck effect by EffectStage, send approve-retry from the signal dialog → recorded, one post, actor in the ledger', async () => {
-    const effectId = 'post:ui-retry';
-    const page = await browser.context.newPage();
-    await stack.withWorker(async () => {
-      await stuckEffect(stack, effectId, 'Hello from the operator test');
-      await openFromFilteredList(page, stack, effectId, 'approve-retry');
-      // At a glance: the summary names the effect; the current details say the stage, attempts and what is awaited.
-      await page.getByRole('tab', { name: 'User Metadata' }).click();
-      await renderedText(page, `${effectId} · social-feed post.publish`);
-      await renderedText(page, 'UNKNOWN');
-      await renderedText(page, 'Awaiting: a human decision');
-      await page.screenshot({ path: `${artifactsDir}approve-retry-effect.png`, fullPage: true });
-      await sendSignal(
-        page,
-        'approve-retry',
-        '{"actor": "ops@example.com", "reason": "checked the provider dashboard"}',
-        'approve-retry',
+  test(
+    'find the stuck effect by EffectStage, send approve-retry from the signal dialog → recorded, one post, actor in the ledger',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'post:ui-retry';
+      const page = await browser.context.newPage();
+      await stack.withWorker(async () => {
+        await stuckEffect(stack, effectId, 'Hello from the operator test');
+        await openFromFilteredList(page, stack, effectId, 'approve-retry');
+        // At a glance: the summary names the effect; the current details say the stage, attempts and what is awaited.
+        await page.getByRole('tab', { name: 'User Metadata' }).click();
+        await renderedText(page, `${effectId} · social-feed post.publish`);
+        await renderedText(page, 'UNKNOWN');
+        await renderedText(page, 'Awaiting: a human decision');
+        await page.screenshot({ path: `${artifactsDir}approve-retry-effect.png`, fullPage: true });
+        await sendSignal(
+          page,
+          'approve-retry',
+          '{"actor": "ops@example.com", "reason": "checked the provider dashboard"}',
+          'approve-retry',
+        );
+        const result = await resultOf(stack, effectId);
+        assert.equal(result.stage, 'recorded');
+        await page.reload();
+        await page.screenshot({ path: `${artifactsDir}approve-retry-recorded.png`, fullPage: true });
+      });
+      assert.equal((await socialPostsFor(stack, effectId)).length, 1);
+      const posts = await assertProviderSaw(stack, effectId, { posts: 2 });
+      assert.deepEqual(
+        posts.map((p) => p.fate),
+        ['dropped', 'answered'],
       );
-      const result = await stack.effects.result(effectId);
-      assert.equal(result.stage, 'recorded');
-      await page.reload();
-      await page.screenshot({ path: `${artifactsDir}approve-retry-recorded.png`, fullPage: true });
-    });
-    assert.equal((await socialPostsFor(stack, effectId)).length, 1);
-    const { trail } = await stack.effects.status(effectId);
-    assert.equal(trail.effect.stage, 'recorded');
-    assert.deepEqual(
-      trail.decisions.map((d) => [d.kind, d.actor, d.accepted]),
-      [['approve-retry', 'ops@example.com', true]],
-    );
-    // The search attribute moved on too: the effect is no longer listed as unknown.
-    await waitFor(async () => {
-      for await (const w of stack.env.client.workflow.list({
-        query: `EffectStage = "recorded" AND WorkflowId = "${effectId}"`,
-      }))
-        return w;
-      return undefined;
-    }, 'EffectStage = "recorded" in visibility');
-  });
+      const { trail } = await stack.effects.status(effectId);
+      assert.equal(trail.effect.stage, 'recorded');
+      assert.deepEqual(
+        trail.decisions.map((d) => [d.kind, d.actor, d.accepted]),
+        [['approve-retry', 'ops@example.com', true]],
+      );
+      // The search attribute moved on too: the effect is no longer listed as unknown.
+      await waitFor(async () => {
+        for await (const w of stack.env.client.workflow.list({
+          query: `EffectStage = "recorded" AND WorkflowId = "${effectId}"`,
+        }))
+          return w;
+        return undefined;
+      }, 'EffectStage = "recorded" in visibility');
+    },
+  );
 
-  test('a malformed payload sent through the dialog is refused and recorded; the stage does not move', async () => {
-    const effectId = 'post:ui-garbage';
-    const page = await browser.context.newPage();
-    await stack.withWorker(async () => {
-      await stuckEffect(stack, effectId, 'Garbage test');
-      await openFromFilteredList(page, stack, effectId, 'garbage');
-      await sendSignal(page, 'approve-retry', '{"actor": "", "reason": 42}', 'garbage');
-      const [row] = await waitFor(async () => {
-        const rows = await stack.ledger.db.select().from(decisions).where(eq(decisions.effectId, effectId));
-        return rows.length ? rows : undefined;
-      }, 'the refused decision in the ledger');
-      assert.equal(row!.accepted, false);
-      assert.equal(row!.kind, 'approve-retry');
-      assert.match(row!.rejectionReason ?? '', /actor must not be empty/);
-      const status = await liveStatus(stack, effectId);
-      assert.equal(status.stage, 'unknown');
-      assert.equal(status.attempts.length, 1);
-      assert.equal(status.decisions[0]?.accepted, false);
-    });
-  });
+  test(
+    'a malformed payload sent through the dialog is refused and recorded; the stage does not move',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'post:ui-garbage';
+      leftOpenOnPurpose.add(effectId); // it stays stuck in unknown: nothing decided it
+      const page = await browser.context.newPage();
+      await stack.withWorker(async () => {
+        await stuckEffect(stack, effectId, 'Garbage test');
+        await openFromFilteredList(page, stack, effectId, 'garbage');
+        await sendSignal(page, 'approve-retry', '{"actor": "", "reason": 42}', 'garbage');
+        const [row] = await waitFor(async () => {
+          const rows = await stack.ledger.db.select().from(decisions).where(eq(decisions.effectId, effectId));
+          return rows.length ? rows : undefined;
+        }, 'the refused decision in the ledger');
+        assert.equal(row!.accepted, false);
+        assert.equal(row!.kind, 'approve-retry');
+        assert.match(row!.rejectionReason ?? '', /actor must not be empty/);
+        const status = await liveStatus(stack, effectId);
+        assert.equal(status.stage, 'unknown');
+        assert.equal(status.attempts.length, 1);
+        assert.equal(status.decisions[0]?.accepted, false);
+      });
+      await assertProviderSaw(stack, effectId, { posts: 1 });
+    },
+  );
 });

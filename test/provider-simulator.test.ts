@@ -327,14 +327,26 @@ describe('faults', () => {
     assert.ok(Date.now() - started >= 190);
   });
 
-  test('delay_before_commit: nothing stored and key in flight during the wait', async () => {
+  test('delay_before_commit: nothing stored and key in flight during the wait (held until released)', async () => {
     const k = key();
-    await fault({ kind: 'delay_before_commit', delayMs: 300 });
+    await fault({ kind: 'delay_before_commit', delayMs: 600_000 });
     const pending = call('POST', '/v1/objects', { body: { amount: 2 }, headers: withKey(k) });
     await waitFor(async () => (await call('GET', `/v1/idempotency_keys/${k}`)).body?.status === 'in_flight');
     assert.equal((await stats()).objects, 0);
+    assert.deepEqual((await call('GET', '/_control/delays')).body, { held: 1 });
+    assert.deepEqual((await call('POST', '/_control/release-delays')).body, { released: 1 });
     assert.equal((await pending).status, 200);
     assert.equal((await stats()).objects, 1);
+  });
+
+  test('status_429_before_commit: 429 with Retry-After, nothing stored', async () => {
+    const k = key();
+    await fault({ kind: 'status_429_before_commit', path: '/v1/objects' });
+    const res = await call('POST', '/v1/objects', { body: { amount: 2 }, headers: withKey(k) });
+    assert.equal(res.status, 429);
+    assert.equal(res.headers.get('retry-after'), '1');
+    assert.equal((await stats()).objects, 0);
+    assert.equal((await call('POST', '/v1/objects', { body: { amount: 2 }, headers: withKey(k) })).status, 200);
   });
 
   test('status_500_after_commit: 500 although committed; a keyed retry replays the object', async () => {
@@ -410,6 +422,98 @@ describe('faults', () => {
       keys: 0,
     });
     assert.equal((await call('GET', '/_control/faults')).body.faults.length, 0);
+  });
+});
+
+describe('request log', () => {
+  const sha = (body: object) => createHash('sha256').update(JSON.stringify(body)).digest('hex');
+  const requests = async (query = '') => (await call('GET', `/_control/requests${query}`)).body.requests;
+
+  test('records every API request: arrival, method, path, key, body hash, effect ID, fault and answer; not control calls', async () => {
+    const k = key();
+    const body = { amount: 5, metadata: { effect_id: 'e-log' } };
+    const first = await call('POST', '/v1/objects', { body, headers: withKey(k) });
+    const replay = await call('POST', '/v1/objects', { body, headers: withKey(k) });
+    await fault({ kind: 'fail_before_commit', path: '/social/v1/posts' });
+    await assert.rejects(call('POST', '/social/v1/posts', { body: { text: 'hi' } }));
+    await call('GET', `/v1/objects/${first.body.id}`);
+    const log = await requests();
+    assert.equal(log.length, 4, JSON.stringify(log));
+    assert.deepEqual(
+      log.map((r: any) => [r.method, r.path, r.idempotencyKey, r.fault, r.fate, r.status]),
+      [
+        ['POST', '/v1/objects', k, null, 'answered', 200],
+        ['POST', '/v1/objects', k, null, 'answered', 200],
+        ['POST', '/social/v1/posts', null, 'fail_before_commit', 'dropped', null],
+        ['GET', `/v1/objects/${first.body.id}`, null, null, 'answered', 200],
+      ],
+    );
+    assert.equal(log[0].bodySha256, sha(body));
+    assert.equal(log[0].effectId, 'e-log');
+    assert.equal(log[0].objectId, first.body.id);
+    assert.equal(log[0].replayed, false);
+    assert.equal(log[1].replayed, true);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(log[1].objectId, first.body.id);
+    assert.equal(log[2].bodySha256, sha({ text: 'hi' }), 'a dropped request still has its body hash');
+    assert.ok(log.every((r: any, i: number) => r.seq > (log[i - 1]?.seq ?? 0) && !Number.isNaN(Date.parse(r.at))));
+    assert.ok(Date.parse(log[0].settledAt) >= Date.parse(log[0].at));
+    assert.deepEqual(
+      (await requests('?method=POST&path=/v1/objects')).map((r: any) => r.seq),
+      [log[0].seq, log[1].seq],
+    );
+    assert.deepEqual(
+      (await requests(`?since=${log[2].seq}`)).map((r: any) => r.seq),
+      [log[3].seq],
+    );
+    assert.equal((await call('GET', '/_control/requests?bogus=1')).status, 400);
+    assert.deepEqual((await call('DELETE', '/_control/requests')).body, { cleared: 4 });
+    assert.deepEqual(await requests(), []);
+  });
+
+  test('an answer held past the client giving up is logged when it would have gone out; 409 and 500-after-commit are logged with what they named', async () => {
+    const k = key();
+    await fault({ kind: 'delay_after_commit', delayMs: 600_000, path: '/v1/objects' });
+    await assert.rejects(
+      call('POST', '/v1/objects', { body: { amount: 2 }, headers: withKey(k), signal: AbortSignal.timeout(300) }),
+    );
+    const [held] = await requests();
+    assert.equal(held.fate, 'pending');
+    assert.ok(held.objectId, 'committed: the object is named before the answer goes out');
+    assert.deepEqual((await call('POST', '/_control/release-delays')).body, { released: 1 });
+    await waitFor(async () => (await requests())[0].fate !== 'pending');
+    const [late] = await requests();
+    assert.deepEqual([late.fate, late.status, late.objectId], ['client_gone', 200, held.objectId]);
+
+    await fault({ kind: 'delay_before_commit', delayMs: 600_000, path: '/v1/objects' });
+    const k2 = key();
+    const slow = call('POST', '/v1/objects', { body: { amount: 3 }, headers: withKey(k2) });
+    await waitFor(async () => (await call('GET', `/v1/idempotency_keys/${k2}`)).body?.status === 'in_flight');
+    const conflict = await call('POST', '/v1/objects', { body: { amount: 3 }, headers: withKey(k2) });
+    assert.equal(conflict.status, 409);
+    await call('POST', '/_control/release-delays');
+    assert.equal((await slow).status, 200);
+    await fault({ kind: 'status_500_after_commit' });
+    const failed = await call('POST', '/v1/objects', { body: { amount: 4 }, headers: withKey(key()) });
+    assert.equal(failed.status, 500);
+    const log = await requests('?method=POST');
+    const in409 = log.find((r: any) => r.status === 409);
+    assert.deepEqual([in409.errorType, in409.errorCode], ['idempotency_error', 'idempotency_key_in_use']);
+    const in500 = log.at(-1);
+    assert.deepEqual([in500.fault, in500.status, in500.errorType], ['status_500_after_commit', 500, 'api_error']);
+    assert.match(in500.objectId, /^obj_/, 'the object committed before the 500 is named');
+  });
+
+  test('reset clears the log; crowding the social feed is one control call that logs no API request', async () => {
+    await call('POST', '/social/v1/posts', { body: { text: 'mine', metadata: { effect_id: 'e-mine' } } });
+    const crowd = await call('POST', '/_control/social-posts', { body: { count: 100 } });
+    assert.deepEqual(crowd.body, { added: 100, socialPosts: 101 });
+    assert.equal((await requests()).length, 1);
+    const listed = (await call('GET', '/social/v1/posts?page_size=50')).body.data;
+    assert.ok(listed.every((p: any) => p.metadata?.effect_id !== 'e-mine'));
+    assert.equal((await call('POST', '/_control/social-posts', { body: { count: 0 } })).status, 400);
+    await call('POST', '/_control/reset');
+    assert.deepEqual(await requests(), []);
   });
 });
 

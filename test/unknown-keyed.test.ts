@@ -1,221 +1,473 @@
 // UNKNOWN on the keyed (Stripe-style) destination, with real faults: the connection dropped after
 // commit, a response held past the timeout, a failure before commit, a worker SIGKILLed mid-call or
-// before the request left, and a key the provider has already forgotten. Never two objects.
+// before the request left, a 409 and a 500 after commit, the cap on automatic retries, a terminated run,
+// and a key the provider has already forgotten. Never two objects; the provider's own request log says
+// how many requests arrived, with which key and body.
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { defaultPayloadConverter } from '@temporalio/common';
 import postgres from 'postgres';
-import { objectsFor, runEffect } from '../harness/effect-probes.js';
+import {
+  assertProviderSaw,
+  liveStatus,
+  objectsFor,
+  resultOf,
+  runEffect,
+  waitForStage,
+} from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { refundRequest } from '../harness/sample-requests.js';
 import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess } from '../harness/worker-process.js';
+import { EFFECT_WORKFLOW_TYPE, type EffectInput } from '../workflows/contract.js';
+import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 
-const CALL_TIMEOUT_MS = 1500;
+/** Only for effects whose answer a test holds back; every other call gets the destination's own (seconds). */
+const SHORT_CALL_TIMEOUT_MS = 2000;
+/** Held answers wait until the test releases them (or the provider is reset after the test). */
+const HOLD_MS = 600_000;
 
 describe('UNKNOWN on a keyed destination', () => {
   let stack: Stack;
+  let quick: Stack['effects'];
   before(async () => {
-    stack = await startStack({ callTimeoutMs: CALL_TIMEOUT_MS });
+    stack = await startStack();
+    quick = stack.effectsWith({ callTimeoutMs: SHORT_CALL_TIMEOUT_MS });
   });
   after(() => stack?.stop());
+  isolateEachTest(() => stack);
 
-  const posts = async () => (await stack.simulator.stats()).posts['/v1/objects'] ?? 0;
+  const posts = async () => (await stack.simulator.requests({ method: 'POST', path: '/v1/objects' })).length;
 
-  test('1. commit then drop the connection → unknown → readback finds it → recorded, one object', async () => {
-    await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
-    const result = await runEffect(stack, refundRequest('refund:dropped', 100));
-    assert.equal(result.stage, 'recorded');
-    const objects = await objectsFor(stack, 'refund:dropped');
-    assert.equal(objects.length, 1);
-    const { trail } = await stack.effects.status('refund:dropped');
-    assert.equal(trail.attempts.length, 1);
-    assert.deepEqual(
-      trail.evidence.map((e) => [e.kind, e.outcome]),
-      [
-        ['response', 'unknown'],
-        ['readback', 'found'],
-      ],
-    );
-    assert.equal(trail.fact?.externalId, objects[0]!.id);
-    assert.equal(trail.fact?.confirmedBy, 'readback');
-  });
-
-  test('readback that fails on its way (provider reads answer 500) is retried until it answers; still one object', async () => {
-    await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
-    await stack.simulator.fault('read_error_500', { path: '/v1/', count: 2 });
-    const result = await runEffect(stack, refundRequest('refund:flaky-reads', 150));
-    assert.equal(result.stage, 'recorded');
-    assert.equal((await objectsFor(stack, 'refund:flaky-reads')).length, 1);
-    const { trail } = await stack.effects.status('refund:flaky-reads');
-    assert.equal(trail.attempts.length, 1);
-    // Failed reads leave no evidence: only the readback that answered is recorded.
-    assert.deepEqual(
-      trail.evidence.map((e) => [e.kind, e.outcome]),
-      [
-        ['response', 'unknown'],
-        ['readback', 'found'],
-      ],
-    );
-    const faultsLeft = (await (await fetch(`${stack.simulator.url}/_control/faults`)).json()) as { faults: unknown[] };
-    assert.equal(faultsLeft.faults.length, 0, 'both read faults were hit');
-  });
-
-  test('2. commit then delay past the timeout → same; the late answer changes nothing', async () => {
-    const before = await posts();
-    await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: CALL_TIMEOUT_MS * 3 });
-    const result = await runEffect(stack, refundRequest('refund:slow', 200));
-    assert.equal(result.stage, 'recorded');
-    // The held answer goes to a socket our adapter already abandoned: nothing of ours reads it, so the
-    // ledger and the provider below are final whenever it lands.
-    assert.equal(await posts(), before + 1, 'exactly one POST');
-    assert.equal((await objectsFor(stack, 'refund:slow')).length, 1);
-    const { trail } = await stack.effects.status('refund:slow');
-    assert.equal(trail.attempts.length, 1);
-    assert.equal(trail.fact?.confirmedBy, 'readback');
-    assert.equal(trail.effect.stage, 'recorded');
-  });
-
-  test('3. fail before commit → unknown → readback proves absence → same-key retry → recorded, one object', async () => {
-    await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
-    const result = await runEffect(stack, refundRequest('refund:lost-request', 300));
-    assert.equal(result.stage, 'recorded');
-    assert.equal((await objectsFor(stack, 'refund:lost-request')).length, 1);
-    const { trail } = await stack.effects.status('refund:lost-request');
-    assert.deepEqual(
-      trail.attempts.map((a) => a.idempotencyKey),
-      ['refund:lost-request', 'refund:lost-request'],
-    );
-    assert.deepEqual(
-      trail.evidence.map((e) => [e.kind, e.outcome, e.coverage]),
-      [
-        ['response', 'unknown', null],
-        ['readback', 'absent', 'complete'],
-        ['response', 'confirmed', null],
-      ],
-    );
-    assert.equal(trail.fact?.confirmedBy, 'provider_response');
-  });
-
-  test('4. worker SIGKILLed while the call is in flight; a new worker takes over → no second POST; one object', async () => {
-    const before = await posts();
-    await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: 60_000 });
-    const doomed = await startWorkerProcess(stack);
-    await stack.effects.approve(refundRequest('refund:killed-mid-call', 400));
-    await waitFor(async () => (await posts()) === before + 1, 'the POST to reach the provider');
-    await doomed.kill();
-    const result = await stack.withWorker(() => stack.effects.result('refund:killed-mid-call'));
-    assert.equal(result.stage, 'recorded');
-    assert.equal(await posts(), before + 1, 'no second POST');
-    assert.equal((await objectsFor(stack, 'refund:killed-mid-call')).length, 1);
-    const { trail } = await stack.effects.status('refund:killed-mid-call');
-    assert.equal(trail.attempts.length, 1);
-    assert.equal(trail.fact?.confirmedBy, 'readback');
-  });
-
-  test('5. the provider answered, the worker was killed before the fact was written → no second POST; the fact is recovered', async () => {
-    const effectId = 'refund:killed-after-answer';
-    const before = await posts();
-    // Hold the ledger's evidence table: the worker gets the provider's answer but cannot record it.
-    const locker = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
-    let unlock!: () => void;
-    const unlocked = new Promise<void>((resolve) => (unlock = resolve));
-    const lock = locker.begin(async (tx) => {
-      await tx`LOCK TABLE provider_evidence IN ACCESS EXCLUSIVE MODE`;
-      await unlocked;
-    });
-    const probe = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
-    try {
-      await waitFor(
-        async () =>
-          (
-            await probe`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'provider_evidence' AND l.mode = 'AccessExclusiveLock' AND l.granted`
-          ).length > 0,
-        'the lock',
-      );
-      const doomed = await startWorkerProcess(stack);
-      await stack.effects.approve(refundRequest(effectId, 700));
-      await waitFor(async () => (await objectsFor(stack, effectId)).length === 1, 'the object at the provider');
-      await waitFor(
-        async () =>
-          (
-            await probe`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%provider_evidence%'`
-          ).length > 0,
-        'the worker to block on recording the answer',
-      );
-      await doomed.kill();
-    } finally {
-      unlock();
-      await lock;
-      await Promise.all([locker.end(), probe.end()]);
-    }
-    const result = await stack.withWorker(() => stack.effects.result(effectId));
-    assert.equal(result.stage, 'recorded');
-    assert.equal(await posts(), before + 1, 'no second POST');
-    const objects = await objectsFor(stack, effectId);
-    assert.equal(objects.length, 1);
-    const { trail } = await stack.effects.status(effectId);
-    assert.equal(trail.attempts.length, 1);
-    // The answer survived in the workflow's history; the retried ledger write records it.
-    assert.equal(trail.fact?.externalId, objects[0]!.id);
-  });
-
-  test('6. intent recorded, worker killed before the request reached the provider → readback absent → same-key retry; one object', async () => {
-    // The doomed worker's provider is a loopback port that accepts connections and never answers.
-    const held: Socket[] = [];
-    const blackhole: Server = createServer((socket) => held.push(socket));
-    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
-    const port = (blackhole.address() as { port: number }).port;
-    try {
-      const before = await posts();
-      const doomed = await startWorkerProcess(stack, `http://127.0.0.1:${port}`);
-      await stack.effects.approve(refundRequest('refund:killed-before-send', 500));
-      await waitFor(async () => held.length > 0, 'the doomed worker to open its connection');
-      await doomed.kill();
-      const result = await stack.withWorker(() => stack.effects.result('refund:killed-before-send'));
+  test(
+    '1. commit then drop the connection → unknown → readback finds it → recorded, one object, one request',
+    TEST_TIMEOUT,
+    async () => {
+      await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
+      const result = await runEffect(stack, refundRequest('refund:dropped', 100));
       assert.equal(result.stage, 'recorded');
-      assert.equal(await posts(), before + 1, 'the provider saw exactly one POST');
-      assert.equal((await objectsFor(stack, 'refund:killed-before-send')).length, 1);
-      const { trail } = await stack.effects.status('refund:killed-before-send');
+      const [post] = await assertProviderSaw(stack, 'refund:dropped', { posts: 1 });
+      assert.deepEqual([post!.fault, post!.fate], ['drop_after_commit', 'dropped']);
+      const objects = await objectsFor(stack, 'refund:dropped');
+      assert.equal(objects.length, 1);
+      assert.equal(post!.objectId, objects[0]!.id);
+      const { trail } = await stack.effects.status('refund:dropped');
+      assert.equal(trail.attempts.length, 1);
       assert.deepEqual(
-        trail.attempts.map((a) => [a.attemptNumber, a.idempotencyKey]),
+        trail.evidence.map((e) => [e.kind, e.outcome]),
         [
-          [1, 'refund:killed-before-send'],
-          [2, 'refund:killed-before-send'],
+          ['response', 'unknown'],
+          ['readback', 'found'],
         ],
       );
-      assert.ok(
-        trail.evidence.some((e) => e.kind === 'readback' && e.outcome === 'absent' && e.coverage === 'complete'),
-      );
-    } finally {
-      for (const socket of held) socket.destroy();
-      await new Promise((resolve) => blackhole.close(resolve));
-    }
-  });
+      assert.equal(trail.fact?.externalId, objects[0]!.id);
+      assert.equal(trail.fact?.confirmedBy, 'readback');
+    },
+  );
 
-  test('9. the provider forgot the key (retention 0) → readback by reference, no automatic second write', async () => {
-    const before = await posts();
-    await fetch(`${stack.simulator.url}/_control/retention`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ keyRetentionMs: 0 }),
-    });
-    try {
+  test(
+    'readback that fails on its way (provider reads answer 500) is retried until it answers; still one object',
+    TEST_TIMEOUT,
+    async () => {
+      await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
+      await stack.simulator.fault('read_error_500', { path: '/v1/', count: 2 });
+      const result = await runEffect(stack, refundRequest('refund:flaky-reads', 150));
+      assert.equal(result.stage, 'recorded');
+      await assertProviderSaw(stack, 'refund:flaky-reads', { posts: 1 });
+      const failedReads = (await stack.simulator.requests({ method: 'GET' })).filter(
+        (r) => r.fault === 'read_error_500',
+      );
+      assert.deepEqual(
+        failedReads.map((r) => r.status),
+        [500, 500],
+      );
+      assert.equal((await objectsFor(stack, 'refund:flaky-reads')).length, 1);
+      const { trail } = await stack.effects.status('refund:flaky-reads');
+      assert.equal(trail.attempts.length, 1);
+      // Failed reads leave no evidence: only the readback that answered is recorded.
+      assert.deepEqual(
+        trail.evidence.map((e) => [e.kind, e.outcome]),
+        [
+          ['response', 'unknown'],
+          ['readback', 'found'],
+        ],
+      );
+      assert.deepEqual(await stack.simulator.faults(), [], 'both read faults were hit');
+    },
+  );
+
+  test(
+    '2. commit then hold the answer past the timeout → same; the late answer, once it goes out, changes nothing',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:slow';
+      await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: HOLD_MS });
+      const result = await runEffect(stack, refundRequest(effectId, 200), quick);
+      assert.equal(result.stage, 'recorded');
+      const settled = await stack.effects.status(effectId);
+      assert.equal(settled.trail.fact?.confirmedBy, 'readback');
+      // Now the provider sends its held answer, to a socket our adapter abandoned: it must change nothing.
+      await stack.withWorker(async () => {
+        assert.equal(await stack.simulator.releaseDelays(), 1);
+        await waitFor(
+          async () => (await stack.simulator.requests({ method: 'POST' }))[0]?.fate === 'client_gone',
+          'the late answer to go out',
+        );
+      });
+      const [post] = await assertProviderSaw(stack, effectId, { posts: 1 });
+      assert.deepEqual([post!.status, post!.objectId], [200, settled.trail.fact?.externalId]);
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+      const { trail } = await stack.effects.status(effectId);
+      assert.deepEqual(trail, settled.trail, 'the ledger is unchanged after the late answer');
+      assert.equal(trail.attempts.length, 1);
+      assert.equal(trail.effect.stage, 'recorded');
+    },
+  );
+
+  test(
+    '3. fail before commit → unknown → readback proves absence → same-key retry → recorded, one object',
+    TEST_TIMEOUT,
+    async () => {
+      await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
+      const result = await runEffect(stack, refundRequest('refund:lost-request', 300));
+      assert.equal(result.stage, 'recorded');
+      const posts = await assertProviderSaw(stack, 'refund:lost-request', { posts: 2 });
+      assert.deepEqual(
+        posts.map((p) => [p.fault, p.fate, p.status]),
+        [
+          ['fail_before_commit', 'dropped', null],
+          [null, 'answered', 200],
+        ],
+      );
+      assert.equal((await objectsFor(stack, 'refund:lost-request')).length, 1);
+      const { trail } = await stack.effects.status('refund:lost-request');
+      assert.deepEqual(
+        trail.attempts.map((a) => a.idempotencyKey),
+        ['refund:lost-request', 'refund:lost-request'],
+      );
+      assert.deepEqual(
+        trail.evidence.map((e) => [e.kind, e.outcome, e.coverage]),
+        [
+          ['response', 'unknown', null],
+          ['readback', 'absent', 'complete'],
+          ['response', 'confirmed', null],
+        ],
+      );
+      assert.equal(trail.fact?.confirmedBy, 'provider_response');
+      assert.equal(trail.fact?.externalId, posts[1]!.objectId);
+    },
+  );
+
+  test(
+    '4. worker SIGKILLed while the call is in flight; a new worker takes over → no second POST; one object',
+    TEST_TIMEOUT,
+    async () => {
+      await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: HOLD_MS });
+      const doomed = await startWorkerProcess(stack);
+      await quick.approve(refundRequest('refund:killed-mid-call', 400));
+      await waitFor(async () => (await posts()) === 1, 'the POST to reach the provider');
+      await doomed.kill();
+      const result = await stack.withWorker(() => resultOf(stack, 'refund:killed-mid-call'));
+      assert.equal(result.stage, 'recorded');
+      await assertProviderSaw(stack, 'refund:killed-mid-call', { posts: 1 });
+      assert.equal((await objectsFor(stack, 'refund:killed-mid-call')).length, 1);
+      const { trail } = await stack.effects.status('refund:killed-mid-call');
+      assert.equal(trail.attempts.length, 1);
+      assert.equal(trail.fact?.confirmedBy, 'readback');
+    },
+  );
+
+  test(
+    '5. the provider answered, the worker was killed before the fact was written → no second POST; the fact is recovered from history',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:killed-after-answer';
+      // Hold the ledger's evidence table: the worker gets the provider's answer but cannot record it.
+      const locker = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+      let unlock!: () => void;
+      const unlocked = new Promise<void>((resolve) => (unlock = resolve));
+      const lock = locker.begin(async (tx) => {
+        await tx`LOCK TABLE provider_evidence IN ACCESS EXCLUSIVE MODE`;
+        await unlocked;
+      });
+      const probe = postgres(stack.databaseUrl, { max: 1, onnotice: () => {} });
+      try {
+        await waitFor(
+          async () =>
+            (
+              await probe`SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'provider_evidence' AND l.mode = 'AccessExclusiveLock' AND l.granted`
+            ).length > 0,
+          'the lock',
+        );
+        const doomed = await startWorkerProcess(stack);
+        await stack.effects.approve(refundRequest(effectId, 700));
+        await waitFor(async () => (await objectsFor(stack, effectId)).length === 1, 'the object at the provider');
+        await waitFor(
+          async () =>
+            (
+              await probe`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%provider_evidence%'`
+            ).length > 0,
+          'the worker to block on recording the answer',
+        );
+        await doomed.kill();
+      } finally {
+        unlock();
+        await lock;
+        await Promise.all([locker.end(), probe.end()]);
+      }
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      const [post] = await assertProviderSaw(stack, effectId, { posts: 1 });
+      const objects = await objectsFor(stack, effectId);
+      assert.equal(objects.length, 1);
+      const { trail } = await stack.effects.status(effectId);
+      assert.equal(trail.attempts.length, 1);
+      // The answer survived in the workflow's history; the retried ledger write records it as the
+      // provider's response (not a readback: nothing was read back).
+      assert.equal(trail.fact?.externalId, objects[0]!.id);
+      assert.equal(trail.fact?.externalId, post!.objectId);
+      assert.equal(trail.fact?.confirmedBy, 'provider_response');
+      assert.ok(trail.evidence.every((e) => e.kind === 'response'));
+    },
+  );
+
+  test(
+    '6. intent recorded, worker killed before the request reached the provider → readback absent → same-key retry; one object',
+    TEST_TIMEOUT,
+    async () => {
+      // The doomed worker's provider is a loopback port that accepts connections and never answers.
+      const held: Socket[] = [];
+      const blackhole: Server = createServer((socket) => held.push(socket));
+      await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+      const port = (blackhole.address() as { port: number }).port;
+      try {
+        const doomed = await startWorkerProcess(stack, `http://127.0.0.1:${port}`);
+        await quick.approve(refundRequest('refund:killed-before-send', 500));
+        await waitFor(async () => held.length > 0, 'the doomed worker to open its connection');
+        await doomed.kill();
+        const result = await stack.withWorker(() => resultOf(stack, 'refund:killed-before-send'));
+        assert.equal(result.stage, 'recorded');
+        const [post] = await assertProviderSaw(stack, 'refund:killed-before-send', { posts: 1 });
+        assert.equal((await objectsFor(stack, 'refund:killed-before-send')).length, 1);
+        const { trail } = await stack.effects.status('refund:killed-before-send');
+        assert.deepEqual(
+          trail.attempts.map((a) => [a.attemptNumber, a.idempotencyKey]),
+          [
+            [1, 'refund:killed-before-send'],
+            [2, 'refund:killed-before-send'],
+          ],
+        );
+        assert.ok(
+          trail.evidence.some((e) => e.kind === 'readback' && e.outcome === 'absent' && e.coverage === 'complete'),
+        );
+        assert.ok(Date.parse(post!.at) >= trail.attempts[1]!.startedAt.getTime(), 'the one POST is attempt 2');
+      } finally {
+        for (const socket of held) socket.destroy();
+        await new Promise((resolve) => blackhole.close(resolve));
+      }
+    },
+  );
+
+  test(
+    '9. the provider forgot the key (retention 0) → readback by reference, no automatic second write',
+    TEST_TIMEOUT,
+    async () => {
+      // Retention is restored after each test (isolation).
+      await stack.simulator.setRetention(0);
       await stack.simulator.fault('drop_after_commit', { path: '/v1/objects' });
       const result = await runEffect(stack, refundRequest('refund:forgotten-key', 600));
       assert.equal(result.stage, 'recorded');
-      assert.equal(await posts(), before + 1, 'no second POST');
+      await assertProviderSaw(stack, 'refund:forgotten-key', { posts: 1 });
       assert.equal((await objectsFor(stack, 'refund:forgotten-key')).length, 1);
       const { trail } = await stack.effects.status('refund:forgotten-key');
       const readback = trail.evidence.find((e) => e.kind === 'readback');
       assert.equal(readback?.outcome, 'found');
       assert.equal((readback?.detail as { method?: string } | undefined)?.method, 'metadata_search');
-    } finally {
-      await fetch(`${stack.simulator.url}/_control/retention`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ keyRetentionMs: 86_400_000 }),
+    },
+  );
+
+  test(
+    '500 after commit → unknown → readback finds the committed object → recorded, one request',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:500-after-commit';
+      await stack.simulator.fault('status_500_after_commit', { path: '/v1/objects' });
+      const result = await runEffect(stack, refundRequest(effectId, 650));
+      assert.equal(result.stage, 'recorded');
+      const [post] = await assertProviderSaw(stack, effectId, { posts: 1 });
+      assert.deepEqual([post!.fault, post!.status], ['status_500_after_commit', 500]);
+      const { trail } = await stack.effects.status(effectId);
+      assert.deepEqual(
+        trail.evidence.map((e) => [e.kind, e.outcome, e.httpStatus]),
+        [
+          ['response', 'unknown', 500],
+          ['readback', 'found', null],
+        ],
+      );
+      assert.equal(trail.fact?.confirmedBy, 'readback');
+      assert.equal(trail.fact?.externalId, post!.objectId);
+    },
+  );
+
+  test(
+    '409 end to end: attempt 1 held in flight → readback inconclusive → a human approves a retry → 409 "key in use" → still unknown; after the first commits, another approved retry gets the stored answer',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:in-flight';
+      await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: HOLD_MS });
+      await stack.withWorker(async () => {
+        await quick.approve(refundRequest(effectId, 700));
+        const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        assert.equal(frozen.readbacks.at(-1)?.outcome, 'inconclusive');
+        const retry = { actor: 'ops@example.com', reason: 'looked stuck' };
+        assert.deepEqual(await quick.decide(effectId, 'approve-retry', retry), { accepted: true, stage: 'unknown' });
+        await waitFor(async () => {
+          const s = await liveStatus(stack, effectId);
+          return s.attempts.length === 2 && s.stage === 'unknown' && s.awaiting?.includes('a human decision');
+        }, 'attempt 2 (409) to leave the effect unknown, awaiting a human');
+        assert.equal(await stack.simulator.releaseDelays(), 1, 'the first request commits now');
+        await waitFor(
+          async () => (await stack.simulator.requests({ method: 'POST' }))[0]?.fate === 'client_gone',
+          'the first request to commit',
+        );
+        assert.equal((await quick.decide(effectId, 'approve-retry', retry)).accepted, true);
+        assert.equal((await resultOf(stack, effectId)).stage, 'recorded');
       });
-    }
-  });
+      const posts = await assertProviderSaw(stack, effectId, { posts: 3 });
+      const committed = posts[0]!.objectId;
+      assert.ok(committed);
+      assert.deepEqual(
+        posts.map((p) => [p.status, p.errorCode, p.replayed, p.objectId]),
+        [
+          [200, null, false, committed],
+          [409, 'idempotency_key_in_use', false, null],
+          [200, null, true, committed],
+        ],
+      );
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+      const { trail } = await stack.effects.status(effectId);
+      assert.deepEqual(
+        trail.evidence.filter((e) => e.kind === 'response').map((e) => [e.outcome, e.httpStatus]),
+        [
+          ['unknown', null],
+          ['unknown', 409],
+          ['confirmed', 200],
+        ],
+      );
+      assert.equal(trail.fact?.externalId, committed);
+      assert.equal(trail.fact?.confirmedBy, 'provider_response');
+    },
+  );
+
+  test(
+    'the cap on automatic retries: after three same-key retries on proven absence, a person decides',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:keeps-failing';
+      await stack.simulator.fault('fail_before_commit', { path: '/v1/objects', count: 4 });
+      await stack.withWorker(async () => {
+        await stack.effects.approve(refundRequest(effectId, 750));
+        const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        assert.equal(frozen.attempts.length, 4, 'the first attempt and three automatic retries');
+        assert.equal(frozen.readbacks.at(-1)?.outcome, 'absent');
+        await assertProviderSaw(stack, effectId, { posts: 4 });
+        const answer = await stack.effects.decide(effectId, 'approve-retry', {
+          actor: 'ops@example.com',
+          reason: 'provider fixed',
+        });
+        assert.equal(answer.accepted, true);
+        assert.equal((await resultOf(stack, effectId)).stage, 'recorded');
+      });
+      const posts = await assertProviderSaw(stack, effectId, { posts: 5 });
+      assert.deepEqual(
+        posts.map((p) => p.fate),
+        ['dropped', 'dropped', 'dropped', 'dropped', 'answered'],
+      );
+      const { trail } = await stack.effects.status(effectId);
+      assert.equal(trail.attempts.length, 5);
+      assert.deepEqual(
+        trail.decisions.map((d) => [d.kind, d.accepted]),
+        [['approve-retry', true]],
+      );
+    },
+  );
+
+  test(
+    'a terminated run: a new run of the effect starts in unknown and reads back first; no second request',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:terminated';
+      await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: HOLD_MS });
+      await stack.withWorker(async () => {
+        await quick.approve(refundRequest(effectId, 800));
+        await waitFor(async () => (await posts()) === 1, 'the POST to reach the provider');
+        const old = stack.env.client.workflow.getHandle(effectId);
+        const { runId: oldRunId } = await old.describe();
+        await old.terminate('operator ended the run mid-call');
+        // An operator starts the effect again with the same input (Temporal keeps the first run's input).
+        let input: EffectInput | undefined;
+        for (const event of (await old.fetchHistory()).events ?? []) {
+          const payload = event.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+          if (payload) input = defaultPayloadConverter.fromPayload<EffectInput>(payload);
+        }
+        assert.ok(input);
+        const fresh = await stack.env.client.workflow.start(EFFECT_WORKFLOW_TYPE, {
+          workflowId: effectId,
+          taskQueue: stack.taskQueue,
+          args: [input],
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        });
+        assert.notEqual(fresh.firstExecutionRunId, oldRunId);
+        assert.equal((await resultOf(stack, effectId)).stage, 'recorded');
+        const history = await stack.env.client.workflow.getHandle(effectId, fresh.firstExecutionRunId).fetchHistory();
+        const activities = (history.events ?? [])
+          .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+          .filter((name): name is string => Boolean(name));
+        assert.deepEqual(activities.slice(0, 2), ['releaseEffect', 'readBack'], 'the new run reads back first');
+        assert.ok(!activities.includes('sendToDestination'), 'the new run sent nothing');
+        assert.ok(!activities.includes('recordAttempt'));
+      });
+      const [post] = await assertProviderSaw(stack, effectId, { posts: 1 });
+      const { trail } = await stack.effects.status(effectId);
+      assert.equal(trail.attempts.length, 1);
+      assert.equal(trail.fact?.confirmedBy, 'readback');
+      assert.equal(trail.fact?.externalId, post!.objectId);
+    },
+  );
+
+  test(
+    'readback ignores a look-alike carrying our effect ID with another body: absence proven, same-key retry, our own object recorded',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'refund:look-alike';
+      // Someone else's object carrying our effect ID, with another amount (no key: not our request).
+      const impostor = (await (
+        await fetch(`${stack.simulator.url}/v1/objects`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            kind: 'refund.create',
+            charge: 'ch_1001',
+            amount: 9999,
+            currency: 'EUR',
+            metadata: { effect_id: effectId },
+          }),
+        })
+      ).json()) as { id: string };
+      const impostorSeq = (await stack.simulator.requests({ method: 'POST' }))[0]!.seq;
+      await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
+      const result = await runEffect(stack, refundRequest(effectId, 900));
+      assert.equal(result.stage, 'recorded');
+      const posts = await assertProviderSaw(stack, effectId, { posts: 2, ignore: [impostorSeq] });
+      const { trail } = await stack.effects.status(effectId);
+      assert.notEqual(trail.fact?.externalId, impostor.id, 'the look-alike is not our object');
+      assert.equal(trail.fact?.externalId, posts[1]!.objectId);
+      assert.equal(trail.fact?.confirmedBy, 'provider_response');
+      assert.deepEqual(
+        trail.evidence.filter((e) => e.kind === 'readback').map((e) => e.outcome),
+        ['absent'],
+      );
+    },
+  );
 });

@@ -1,7 +1,8 @@
 // The provider simulator as a separate process, and the reads a test or a capture makes of it: what
 // objects exist at the provider, how many POSTs it received, and fault injection at its network boundary.
 import type { ChildProcess } from 'node:child_process';
-import type { FaultKind } from './faults.js';
+import type { Fault, FaultKind } from './faults.js';
+import type { LoggedRequest, RequestFilter } from './request-log.js';
 import { spawnSimulator } from './spawn.js';
 
 export interface SimulatorProcess {
@@ -11,10 +12,22 @@ export interface SimulatorProcess {
   objects(): Promise<Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }>>;
   /** Every post on the key-less social feed, past what its public listing shows (the control API's view). */
   socialPosts(): Promise<Array<{ id: string; metadata?: Record<string, string> }>>;
-  /** Others post `count` times on the social feed: older posts drop out of its newest-100 listing. */
+  /** Others post `count` times on the social feed, in one control call: older posts drop out of its newest-100 listing. */
   crowdSocialFeed(count: number): Promise<void>;
   stats(): Promise<{ posts: Record<string, number>; objects: number; socialPosts: number; keys: number }>;
   fault(kind: FaultKind, options?: { path?: string; delayMs?: number; count?: number }): Promise<void>;
+  /** Faults queued and not yet consumed. */
+  faults(): Promise<Fault[]>;
+  /** Drops every queued fault; returns how many there were. */
+  clearFaults(): Promise<number>;
+  /** The provider's request log: every request its API received, oldest first. */
+  requests(filter?: RequestFilter): Promise<LoggedRequest[]>;
+  /** Answers held back by delay faults go out now; returns how many were held. */
+  releaseDelays(): Promise<number>;
+  retention(): Promise<number>;
+  setRetention(keyRetentionMs: number): Promise<void>;
+  /** Back to a fresh provider: no objects, posts, keys, faults, held answers or logged requests; default retention. */
+  reset(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -50,15 +63,44 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
       ).data;
     },
     async crowdSocialFeed(count) {
-      for (let i = 0; i < count; i++) {
-        await json(
-          fetch(`${url}/social/v1/posts`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ text: `someone else's post ${i}` }),
-          }),
-        );
-      }
+      await json(
+        fetch(`${url}/_control/social-posts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ count }),
+        }),
+      );
+    },
+    async faults() {
+      return (await json<{ faults: Fault[] }>(fetch(`${url}/_control/faults`))).faults;
+    },
+    async clearFaults() {
+      return (await json<{ cleared: number }>(fetch(`${url}/_control/faults`, { method: 'DELETE' }))).cleared;
+    },
+    async requests(filter = {}) {
+      const query = new URLSearchParams();
+      if (filter.method !== undefined) query.set('method', filter.method);
+      if (filter.path !== undefined) query.set('path', filter.path);
+      if (filter.since !== undefined) query.set('since', String(filter.since));
+      return (await json<{ requests: LoggedRequest[] }>(fetch(`${url}/_control/requests?${query}`))).requests;
+    },
+    async releaseDelays() {
+      return (await json<{ released: number }>(fetch(`${url}/_control/release-delays`, { method: 'POST' }))).released;
+    },
+    async retention() {
+      return (await json<{ keyRetentionMs: number }>(fetch(`${url}/_control/retention`))).keyRetentionMs;
+    },
+    async setRetention(keyRetentionMs) {
+      await json(
+        fetch(`${url}/_control/retention`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ keyRetentionMs }),
+        }),
+      );
+    },
+    async reset() {
+      await json(fetch(`${url}/_control/reset`, { method: 'POST' }));
     },
     stats: () => json(fetch(`${url}/_control/stats`)),
     async fault(kind, options = {}) {

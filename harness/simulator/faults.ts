@@ -10,6 +10,7 @@ export const FAULT_KINDS = [
   'delay_before_commit', // wait delayMs (idempotency key in flight), then proceed
   'status_500_after_commit', // stored, answered 500
   'status_503_before_commit', // nothing stored, answered 503 + Retry-After
+  'status_429_before_commit', // nothing stored, answered 429 (rate limited) + Retry-After
   'read_error_500', // a read (GET on /v1 or /social/v1) answered 500: readback must retry
 ] as const;
 
@@ -78,9 +79,12 @@ export class DelayCancelledError extends Error {
   }
 }
 
-/** Timers behind fault delays, tracked so they can be cancelled instead of awaited. */
+/**
+ * Timers behind fault delays, tracked so they can be cancelled instead of awaited, or ended early: a
+ * test that holds an answer back releases it when it is ready instead of betting on a window.
+ */
 export class Delays {
-  readonly #pending = new Map<NodeJS.Timeout, () => void>();
+  readonly #pending = new Map<NodeJS.Timeout, { resolve: () => void; reject: () => void }>();
 
   wait(ms: number): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -89,14 +93,29 @@ export class Delays {
         resolve();
       }, ms);
       timer.unref(); // a pending fault must never keep the process alive on its own
-      this.#pending.set(timer, () => reject(new DelayCancelledError()));
+      this.#pending.set(timer, { resolve, reject: () => reject(new DelayCancelledError()) });
     });
   }
 
-  cancelAll(): void {
-    for (const [timer, cancel] of this.#pending) {
+  /** Ends every pending delay now, as if it had run out; returns how many there were. */
+  releaseAll(): number {
+    const released = this.#pending.size;
+    for (const [timer, { resolve }] of this.#pending) {
       clearTimeout(timer);
-      cancel();
+      resolve();
+    }
+    this.#pending.clear();
+    return released;
+  }
+
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  cancelAll(): void {
+    for (const [timer, { reject }] of this.#pending) {
+      clearTimeout(timer);
+      reject();
     }
     this.#pending.clear();
   }

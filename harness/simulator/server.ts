@@ -9,6 +9,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { z } from 'zod';
 import type { Fault } from './faults.js';
 import { DelayCancelledError, Delays, FaultQueue, faultRequestSchema } from './faults.js';
+import { type LoggedRequest, RequestLog, settle } from './request-log.js';
 import type { Json, JsonObject, KeyRecord } from './store.js';
 import { bodySha256, Collection, IdempotencyStore, randomId } from './store.js';
 
@@ -55,6 +56,19 @@ const invalidRequest = (message: string, extra: JsonObject = {}, status = 400) =
   new HttpError(status, { type: 'invalid_request_error', message, ...extra });
 
 const retentionSchema = z.object({ keyRetentionMs: z.number().int().min(0) }).strict();
+const crowdSchema = z.object({ count: z.number().int().min(1).max(10_000) }).strict();
+const requestFilterSchema = z
+  .object({
+    method: z.string().min(1).optional(),
+    path: z.string().startsWith('/').optional(),
+    since: z.coerce.number().int().min(0).optional(),
+  })
+  .strict();
+
+/** Each request's (and its response's) entry in the request log; control requests have none. */
+const logged = new WeakMap<IncomingMessage | ServerResponse, LoggedRequest>();
+/** A body is read once; later readers (a fault that reads it first, then the handler) share it. */
+const bodies = new WeakMap<IncomingMessage, Promise<unknown>>();
 
 interface Ctx {
   req: IncomingMessage;
@@ -80,6 +94,7 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
   const faults = new FaultQueue();
   const delays = new Delays();
   const postCounts = { [OBJECTS_PATH]: 0, [POSTS_PATH]: 0 };
+  const requests = new RequestLog();
 
   /**
    * Shared skeleton of the two effectful POSTs: count it, take its fault, let
@@ -94,11 +109,27 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
   ): Promise<void> {
     postCounts[path]++;
     const fault = faults.take(path);
-    if (fault?.kind === 'fail_before_commit') return void res.destroy();
+    const entry = logged.get(req);
+    if (entry) entry.fault = fault?.kind ?? null;
+    // Faults that answer before the handler runs still read the body, so the log has its hash.
+    if (
+      fault?.kind === 'fail_before_commit' ||
+      fault?.kind === 'status_503_before_commit' ||
+      fault?.kind === 'status_429_before_commit'
+    )
+      await readJson(req).catch(() => undefined);
+    if (fault?.kind === 'fail_before_commit') return destroy(res);
     if (fault?.kind === 'status_503_before_commit') {
       return send(res, {
         status: 503,
         body: { error: { type: 'api_error', message: 'Service unavailable (injected fault).' } },
+        headers: { 'retry-after': '1' },
+      });
+    }
+    if (fault?.kind === 'status_429_before_commit') {
+      return send(res, {
+        status: 429,
+        body: { error: { type: 'rate_limit_error', message: 'Too many requests (injected fault).' } },
         headers: { 'retry-after': '1' },
       });
     }
@@ -110,9 +141,10 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
   }
 
   async function afterCommit(fault: Fault | undefined, res: ServerResponse, reply: Reply): Promise<void> {
+    noteReply(res, reply);
     switch (fault?.kind) {
       case 'drop_after_commit':
-        return void res.destroy();
+        return destroy(res);
       case 'status_500_after_commit':
         return send(res, {
           status: 500,
@@ -265,6 +297,7 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
     keys.clear();
     keys.retentionMs = initialRetentionMs;
     faults.clear();
+    requests.clear();
     postCounts[OBJECTS_PATH] = 0;
     postCounts[POSTS_PATH] = 0;
     send(res, { status: 200, body: { reset: true } });
@@ -273,6 +306,28 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
   async function setRetention({ req, res }: Ctx): Promise<void> {
     keys.retentionMs = parseControl(retentionSchema, await readJson(req)).keyRetentionMs;
     send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } });
+  }
+
+  /** Others post on the feed, in one call: older posts drop out of the newest-100 listing at once. */
+  async function crowdSocialFeed({ req, res }: Ctx): Promise<void> {
+    const { count } = parseControl(crowdSchema, await readJson(req));
+    for (let i = 0; i < count; i++) {
+      const body = { text: `someone else's post ${i}` };
+      posts.add({
+        id: randomId('post_'),
+        created_at: new Date().toISOString(),
+        text: body.text,
+        body_sha256: bodySha256(body),
+        metadata: {},
+        request: body,
+      });
+    }
+    send(res, { status: 200, body: { added: count, socialPosts: posts.size } });
+  }
+
+  function listRequests({ res, url }: Ctx): void {
+    const filter = parseControl(requestFilterSchema, Object.fromEntries(url.searchParams));
+    send(res, { status: 200, body: { requests: requests.list(filter) } });
   }
 
   const routes: Route[] = [
@@ -310,6 +365,25 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       handler: ({ res }) =>
         send(res, { status: 200, body: { data: posts.newestFirst({ limit: Number.MAX_SAFE_INTEGER }).page } }),
     },
+    { method: 'POST', pattern: /^\/_control\/social-posts$/, handler: crowdSocialFeed },
+    {
+      // Answers held by delay faults go out now (a test releases what it held back when it is ready).
+      method: 'POST',
+      pattern: /^\/_control\/release-delays$/,
+      handler: ({ res }) => send(res, { status: 200, body: { released: delays.releaseAll() } }),
+    },
+    {
+      method: 'GET',
+      pattern: /^\/_control\/delays$/,
+      handler: ({ res }) => send(res, { status: 200, body: { held: delays.size } }),
+    },
+    // The provider's request log: every request to its API, with the fault applied and the answer.
+    { method: 'GET', pattern: /^\/_control\/requests$/, handler: listRequests },
+    {
+      method: 'DELETE',
+      pattern: /^\/_control\/requests$/,
+      handler: ({ res }) => send(res, { status: 200, body: { cleared: requests.clear() } }),
+    },
     { method: 'POST', pattern: /^\/_control\/reset$/, handler: reset },
     { method: 'POST', pattern: /^\/_control\/retention$/, handler: setRetention },
     {
@@ -321,6 +395,13 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(`http://simulator${req.url ?? '/'}`);
+    if (!url.pathname.startsWith('/_control/')) {
+      const rawKey = req.headers['idempotency-key'];
+      const key = rawKey === undefined ? null : Array.isArray(rawKey) ? rawKey.join(', ') : rawKey;
+      const entry = requests.start(req.method ?? '', url.pathname, url.search.slice(1), key);
+      logged.set(req, entry);
+      logged.set(res, entry);
+    }
     const candidates = routes.filter((r) => r.pattern.test(url.pathname));
     const found = candidates.find((r) => r.method === req.method);
     if (!found) {
@@ -333,6 +414,8 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       );
     }
     if (req.method === 'GET' && !url.pathname.startsWith('/_control/') && faults.take(url.pathname, true)) {
+      const entry = logged.get(req);
+      if (entry) entry.fault = 'read_error_500';
       throw new HttpError(500, { type: 'api_error', message: 'Internal error while reading (injected fault).' });
     }
     const raw = found.pattern.exec(url.pathname)?.[1];
@@ -341,7 +424,11 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
 
   const server = http.createServer((req, res) => {
     route(req, res).catch((err: unknown) => {
-      if (err instanceof DelayCancelledError) return void res.destroy();
+      if (err instanceof DelayCancelledError) {
+        const entry = logged.get(res);
+        if (entry) settle(entry, 'cancelled');
+        return void res.destroy();
+      }
       if (err instanceof HttpError) return send(res, err.reply);
       send(res, { status: 500, body: { error: { type: 'api_error', message: String(err) } } });
     });
@@ -384,12 +471,45 @@ function asReply(err: unknown): Reply {
 }
 
 function send(res: ServerResponse, reply: Reply): void {
-  if (res.destroyed || res.headersSent) return;
+  const entry = logged.get(res);
+  noteReply(res, reply);
+  if (res.destroyed || res.headersSent) {
+    if (entry) settle(entry, 'client_gone', reply.status);
+    return;
+  }
   res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
   res.end(JSON.stringify(reply.body));
+  if (entry) settle(entry, 'answered', reply.status);
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+/** What the handler answered, in the request's log entry (before a fault may replace or hold it). */
+function noteReply(res: ServerResponse, reply: Reply): void {
+  const entry = logged.get(res);
+  if (entry?.fate !== 'pending') return;
+  const body = reply.body as { id?: unknown; error?: { type?: unknown; code?: unknown } };
+  if (typeof body.id === 'string') entry.objectId = body.id;
+  entry.replayed = reply.headers?.['idempotent-replayed'] === 'true';
+  if (typeof body.error?.type === 'string') entry.errorType = body.error.type;
+  if (typeof body.error?.code === 'string') entry.errorCode = body.error.code;
+}
+
+/** Cuts the connection without a response (an injected fault). */
+function destroy(res: ServerResponse): void {
+  const entry = logged.get(res);
+  if (entry) settle(entry, 'dropped');
+  res.destroy();
+}
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  let body = bodies.get(req);
+  if (!body) {
+    body = readJsonOnce(req);
+    bodies.set(req, body);
+  }
+  return body;
+}
+
+async function readJsonOnce(req: IncomingMessage): Promise<unknown> {
   let size = 0;
   const chunks: Buffer[] = [];
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -399,11 +519,19 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return undefined;
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text) as unknown;
   } catch {
     throw invalidRequest('Request body is not valid JSON.');
   }
+  const entry = logged.get(req);
+  if (entry && isJsonObject(parsed)) {
+    entry.bodySha256 = bodySha256(parsed);
+    const metadata = parsed.metadata;
+    if (isJsonObject(metadata) && typeof metadata.effect_id === 'string') entry.effectId = metadata.effect_id;
+  }
+  return parsed;
 }
 
 function isJsonObject(value: unknown): value is JsonObject {

@@ -9,14 +9,20 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(stack: Stack, args: string[], stdin?: string): Promise<CliRun> {
-  return runScript(stack, 'effect-cli.ts', args, stdin);
+export function runCli(stack: Stack, args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  return runScript(stack, 'effect-cli.ts', args, stdin, env);
 }
 
-export function runScript(stack: Stack, script: string, args: string[], stdin?: string): Promise<CliRun> {
+export function runScript(
+  stack: Stack,
+  script: string,
+  args: string[],
+  stdin?: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<CliRun> {
   const entry = fileURLToPath(new URL(`../../scripts/${script}`, import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
-    env: stackEnvironment(stack),
+    env: { ...stackEnvironment(stack), ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stdout = '';
