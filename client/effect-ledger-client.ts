@@ -17,7 +17,14 @@ import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { type EffectRow, registerEffect } from '../ledger/registration.js';
-import { type EffectTrail, listEffectsByStage, listUnfinishedEffects, readFact, readTrail } from '../ledger/trail.js';
+import {
+  type EffectTrail,
+  listEffectsByStage,
+  listUnfinishedEffects,
+  readEffect,
+  readFact,
+  readTrail,
+} from '../ledger/trail.js';
 import {
   type DecideResponse,
   decideUpdate,
@@ -161,7 +168,10 @@ export class EffectLedgerClient {
     const resumed: string[] = [];
     for (const effect of open) {
       if (running.has(effect.effectId) || (await this.isRunning(effect.effectId))) continue;
-      await this.startRun(effect);
+      // Its last run may have finished it since the list was read: the ledger decides, read afresh.
+      const now = await readEffect(this.options.db, effect.effectId);
+      if (!now || isTerminal(now.stage as EffectStage)) continue;
+      await this.startRun(now);
       resumed.push(effect.effectId);
     }
     return { checked: open.length, resumed };

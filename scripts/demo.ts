@@ -15,6 +15,7 @@ import { readTrail } from '../ledger/trail.js';
 import { formatTrail } from '../ledger/trail-format.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { createEffectWorker } from '../workers/effect-worker.js';
+import { ensureReconcilerSchedule } from '../workers/ledger-reconciler.js';
 import { statusQuery } from '../workflows/contract.js';
 
 const options = new Command('demo')
@@ -89,7 +90,10 @@ const worker = await createEffectWorker({
   db: ledger.db,
   destinations: createDestinations({ providerUrl: simulator.url }),
   identity: 'effect-ledger-demo',
+  effects,
 });
+// The ledger reconciler: unfinished effects without a running workflow are resumed (see Schedules in the UI).
+await ensureReconcilerSchedule(env.client, { taskQueue: config.taskQueue, everyMs: 60_000, olderThanMs: 30_000 });
 const running = worker.run();
 
 process.stdout.write(`Provider simulator at ${simulator.url}\n\n`);

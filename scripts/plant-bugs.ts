@@ -33,7 +33,7 @@ interface PlantedBug {
 export const BUGS: readonly PlantedBug[] = [
   {
     name: 'the send retried with default retries',
-    file: 'workflows/effect-workflow.ts',
+    file: 'workflows/activity-proxies.ts',
     find: 'retry: { maximumAttempts: 1 }',
     // Temporal's default policy: retry without limit, from one second, doubling.
     replace: "retry: { initialInterval: '1 second', backoffCoefficient: 2 }",
@@ -41,7 +41,7 @@ export const BUGS: readonly PlantedBug[] = [
   },
   {
     name: 'the key taken from the attempt number',
-    file: 'activities/effect-activities.ts',
+    file: 'activities/attempt-activities.ts',
     find: 'idempotencyKey: attempt.idempotencyKey,',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the planted code is itself a template literal
     replace: 'idempotencyKey: `${attempt.effectId}:attempt-${attempt.attemptNumber}`,',

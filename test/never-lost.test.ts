@@ -23,6 +23,15 @@ describe('never lost: the ledger reconciler resumes unfinished effects', { timeo
 
   const posts = async () => (await stack.simulator.stats()).posts['/v1/objects'] ?? 0;
   const stageOf = async (effectId: string) => (await readEffect(stack.ledger.db, effectId))?.stage;
+  /** The ledger says recorded and the latest run has completed (so nothing is left for a worker to do). */
+  const settled = (effectId: string) =>
+    waitFor(
+      async () =>
+        (await stageOf(effectId)) === 'recorded' &&
+        (await stack.env.client.workflow.getHandle(effectId).describe()).status.name === 'COMPLETED',
+      `${effectId} recorded by a resumed run, its run completed`,
+      90_000,
+    );
   const runsOf = async (effectId: string) => {
     let runs = 0;
     for await (const _ of stack.env.client.workflow.list({ query: `WorkflowId = '${effectId}'` })) runs += 1;
@@ -61,9 +70,7 @@ describe('never lost: the ledger reconciler resumes unfinished effects', { timeo
     const effectId = 'task:orphaned';
     await registerWithoutWorkflow(taskRequest(effectId, 'request-orphan'));
     const before = await posts();
-    await stack.withWorker(() =>
-      waitFor(async () => (await stageOf(effectId)) === 'recorded', `${effectId} recorded by a resumed run`, 60_000),
-    );
+    await stack.withWorker(() => settled(effectId));
     assert.equal((await objectsFor(stack, effectId)).length, 1);
     assert.equal((await posts()) - before, 1, 'one POST');
     assert.equal(await runsOf(effectId), 1);
@@ -78,7 +85,7 @@ describe('never lost: the ledger reconciler resumes unfinished effects', { timeo
       await stack.effects.approve(taskRequest(effectId, 'request-terminated'));
       await waitFor(async () => (await posts()) > before, 'the request to reach the provider');
       await stack.env.client.workflow.getHandle(effectId).terminate('an operator terminated it in the UI');
-      await waitFor(async () => (await stageOf(effectId)) === 'recorded', `${effectId} recorded`, 90_000);
+      await settled(effectId);
     });
     assert.equal((await objectsFor(stack, effectId)).length, 1);
     assert.equal((await posts()) - before, 1, 'the resumed run sent nothing');

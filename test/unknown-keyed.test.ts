@@ -146,14 +146,17 @@ describe('UNKNOWN on a keyed destination', () => {
         trail.attempts.map((a) => a.idempotencyKey),
         ['refund:lost-request', 'refund:lost-request'],
       );
-      assert.deepEqual(
-        trail.evidence.map((e) => [e.kind, e.outcome, e.coverage]),
-        [
-          ['response', 'unknown', null],
-          ['readback', 'absent', 'complete'],
-          ['response', 'confirmed', null],
-        ],
-      );
+      const evidence = trail.evidence.map((e) => [e.kind, e.outcome, e.coverage]);
+      // Withheld while our request might still be processed, then absence proven, then a fresh readback
+      // right before the retry: it still finds nothing, so the same key goes again.
+      assert.deepEqual(evidence[0], ['response', 'unknown', null]);
+      assert.deepEqual(evidence.slice(-3), [
+        ['readback', 'absent', 'complete'],
+        ['readback', 'absent', 'complete'],
+        ['response', 'confirmed', null],
+      ]);
+      for (const [kind, outcome] of evidence.slice(1, -3))
+        assert.deepEqual([kind, outcome], ['readback', 'inconclusive']);
       assert.equal(trail.fact?.confirmedBy, 'provider_response');
       assert.equal(trail.fact?.externalId, posts[1]!.objectId);
     },
@@ -175,11 +178,25 @@ describe('UNKNOWN on a keyed destination', () => {
       const { trail } = await stack.effects.status('refund:killed-mid-call');
       assert.equal(trail.attempts.length, 1);
       assert.equal(trail.fact?.confirmedBy, 'readback');
+      // The send activity ran once and was never retried by Temporal: its timeout became UNKNOWN.
+      const history = await stack.env.client.workflow.getHandle('refund:killed-mid-call').fetchHistory();
+      const sends = (history.events ?? []).filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'attemptOnce',
+      );
+      assert.equal(sends.length, 1, 'one send activity scheduled');
+      const sendStarts = (history.events ?? []).filter(
+        (e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId ?? '') === String(sends[0]?.eventId),
+      );
+      assert.deepEqual(
+        sendStarts.map((e) => e.activityTaskStartedEventAttributes?.attempt),
+        [1],
+        'the send was not retried by Temporal',
+      );
     },
   );
 
   test(
-    '5. the provider answered, the worker was killed before the fact was written → no second POST; the fact is recovered from history',
+    '5. the provider answered, the worker was killed before the answer was written → no second POST; readback finds the object',
     TEST_TIMEOUT,
     async () => {
       const effectId = 'refund:killed-after-answer';
@@ -223,12 +240,18 @@ describe('UNKNOWN on a keyed destination', () => {
       assert.equal(objects.length, 1);
       const { trail } = await stack.effects.status(effectId);
       assert.equal(trail.attempts.length, 1);
-      // The answer survived in the workflow's history; the retried ledger write records it as the
-      // provider's response (not a readback: nothing was read back).
+      // The answer died with the send activity (v3 records it there): the activity's timeout is UNKNOWN,
+      // and readback, not a second request, finds the object.
       assert.equal(trail.fact?.externalId, objects[0]!.id);
       assert.equal(trail.fact?.externalId, post!.objectId);
-      assert.equal(trail.fact?.confirmedBy, 'provider_response');
-      assert.ok(trail.evidence.every((e) => e.kind === 'response'));
+      assert.equal(trail.fact?.confirmedBy, 'readback');
+      assert.deepEqual(
+        trail.evidence.map((e) => [e.kind, e.outcome]),
+        [
+          ['response', 'unknown'],
+          ['readback', 'found'],
+        ],
+      );
     },
   );
 
@@ -311,7 +334,7 @@ describe('UNKNOWN on a keyed destination', () => {
   );
 
   test(
-    '409 end to end: attempt 1 held in flight → readback inconclusive → a human approves a retry → 409 "key in use" → still unknown; after the first commits, another approved retry gets the stored answer',
+    '409 end to end: attempt 1 held in flight → readback inconclusive → a human approves a retry → 409 "key in use" → still unknown; after the first commits, the fresh readback before the next approved retry finds it: no third request',
     TEST_TIMEOUT,
     async () => {
       const effectId = 'refund:in-flight';
@@ -334,7 +357,7 @@ describe('UNKNOWN on a keyed destination', () => {
         assert.equal((await quick.decide(effectId, 'approve-retry', retry)).accepted, true);
         assert.equal((await resultOf(stack, effectId)).stage, 'recorded');
       });
-      const posts = await assertProviderSaw(stack, effectId, { posts: 3 });
+      const posts = await assertProviderSaw(stack, effectId, { posts: 2 });
       const committed = posts[0]!.objectId;
       assert.ok(committed);
       assert.deepEqual(
@@ -342,7 +365,6 @@ describe('UNKNOWN on a keyed destination', () => {
         [
           [200, null, false, committed],
           [409, 'idempotency_key_in_use', false, null],
-          [200, null, true, committed],
         ],
       );
       assert.equal((await objectsFor(stack, effectId)).length, 1);
@@ -352,11 +374,10 @@ describe('UNKNOWN on a keyed destination', () => {
         [
           ['unknown', null],
           ['unknown', 409],
-          ['confirmed', 200],
         ],
       );
       assert.equal(trail.fact?.externalId, committed);
-      assert.equal(trail.fact?.confirmedBy, 'provider_response');
+      assert.equal(trail.fact?.confirmedBy, 'readback');
     },
   );
 
@@ -367,7 +388,8 @@ describe('UNKNOWN on a keyed destination', () => {
       const effectId = 'refund:keeps-failing';
       await stack.simulator.fault('fail_before_commit', { path: '/v1/objects', count: 4 });
       await stack.withWorker(async () => {
-        await stack.effects.approve(refundRequest(effectId, 750));
+        // The short call timeout keeps each in-flight window (call timeout + grace) short.
+        await quick.approve(refundRequest(effectId, 750));
         const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
         assert.equal(frozen.attempts.length, 4, 'the first attempt and three automatic retries');
         assert.equal(frozen.readbacks.at(-1)?.outcome, 'absent');
@@ -424,7 +446,8 @@ describe('UNKNOWN on a keyed destination', () => {
         const activities = (history.events ?? [])
           .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
           .filter((name): name is string => Boolean(name));
-        assert.deepEqual(activities.slice(0, 2), ['releaseEffect', 'readBack'], 'the new run reads back first');
+        // Its send activity writes nothing and sends nothing: the ledger already holds attempt 1.
+        assert.deepEqual(activities.slice(0, 2), ['attemptOnce', 'readBack'], 'the new run reads back first');
         assert.ok(!activities.includes('sendToDestination'), 'the new run sent nothing');
         assert.ok(!activities.includes('recordAttempt'));
       });
@@ -437,7 +460,7 @@ describe('UNKNOWN on a keyed destination', () => {
   );
 
   test(
-    'readback ignores a look-alike carrying our effect ID with another body: absence proven, same-key retry, our own object recorded',
+    'a look-alike carrying our effect ID with another body is never absence: inconclusive, a person decides; after their approved retry our own object is recorded',
     TEST_TIMEOUT,
     async () => {
       const effectId = 'refund:look-alike';
@@ -457,17 +480,23 @@ describe('UNKNOWN on a keyed destination', () => {
       ).json()) as { id: string };
       const impostorSeq = (await stack.simulator.requests({ method: 'POST' }))[0]!.seq;
       await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
-      const result = await runEffect(stack, refundRequest(effectId, 900));
+      const result = await stack.withWorker(async () => {
+        await quick.approve(refundRequest(effectId, 900));
+        const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        assert.match(frozen.readbacks.at(-1)?.reason ?? '', /carries our effect ID but another body/);
+        assert.equal(frozen.attempts.length, 1, 'no automatic retry');
+        await quick.decide(effectId, 'approve-retry', { actor: 'ops@example.com', reason: 'that one is not ours' });
+        return resultOf(stack, effectId);
+      });
       assert.equal(result.stage, 'recorded');
       const posts = await assertProviderSaw(stack, effectId, { posts: 2, ignore: [impostorSeq] });
       const { trail } = await stack.effects.status(effectId);
       assert.notEqual(trail.fact?.externalId, impostor.id, 'the look-alike is not our object');
       assert.equal(trail.fact?.externalId, posts[1]!.objectId);
       assert.equal(trail.fact?.confirmedBy, 'provider_response');
-      assert.deepEqual(
-        trail.evidence.filter((e) => e.kind === 'readback').map((e) => e.outcome),
-        ['absent'],
-      );
+      const readbacks = trail.evidence.filter((e) => e.kind === 'readback');
+      assert.ok(readbacks.length >= 2, 'read back before the decision, and again before the retry');
+      assert.ok(readbacks.every((e) => e.outcome === 'inconclusive'));
     },
   );
 });

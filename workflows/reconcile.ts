@@ -104,8 +104,11 @@ async function awaitDecision(run: EffectRun, read: ReadbackResult): Promise<Queu
     ? Math.min(input.readbackIntervalMs, Math.max(1000, inFlightUntil - Date.now()))
     : input.readbackIntervalMs;
   run.await(
-    `a human decision (signal approve-retry, confirm-delivery or abandon): readback was ${read.outcome}` +
-      ` (${read.detail.reason}); reading back again in ${Math.round(wait / 1000)} s`,
+    inFlightUntil
+      ? `our last request may still be in flight until ${read.detail.inFlightUntil}: reading back then` +
+          ' (a person may decide meanwhile: approve-retry, confirm-delivery or abandon)'
+      : `a human decision (signal approve-retry, confirm-delivery or abandon): readback was ${read.outcome}` +
+          ` (${read.detail.reason}); reading back again in ${Math.round(wait / 1000)} s`,
   );
   if (!(await condition(() => decisions.length > 0, wait))) {
     if (!(run.longWait() && patched(CONTINUE_AS_NEW_PATCH))) return undefined;
