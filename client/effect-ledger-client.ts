@@ -53,6 +53,8 @@ export interface EffectLedgerClientOptions {
   readbackIntervalMs?: number;
   /** Readbacks per run while a human is awaited before the run continues as new (default 24). */
   readbacksPerRun?: number;
+  /** Overrides every destination's readback cap while a person is awaited (tests keep readbacks frequent). */
+  readbackMaxIntervalMs?: number;
   /** Overrides every destination's absence grace (tests that do not exercise it set 0). */
   absenceGraceMs?: number;
 }
@@ -122,6 +124,10 @@ export class EffectLedgerClient {
       callTimeoutMs: this.options.callTimeoutMs ?? contract.callTimeoutMs,
       retryAfterProvenAbsence: contract.retryAfterProvenAbsence,
       readbackIntervalMs: this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
+      readbackMaxIntervalMs: Math.max(
+        this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
+        this.options.readbackMaxIntervalMs ?? contract.readbackMaxIntervalMs,
+      ),
       ...(this.options.readbacksPerRun ? { readbacksPerRun: this.options.readbacksPerRun } : {}),
       ...(this.options.absenceGraceMs === undefined ? {} : { absenceGraceMs: this.options.absenceGraceMs }),
     };

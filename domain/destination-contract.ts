@@ -76,6 +76,11 @@ export interface DestinationContract {
    * then, finding nothing is not absence: readback answers inconclusive, and no retry leaves.
    */
   absenceGraceMs: number;
+  /**
+   * While a person is awaited, readback repeats: first after the effect's readback interval, then twice as
+   * long each time, up to this cap — a wait of weeks stays cheap for the provider and for the history.
+   */
+  readbackMaxIntervalMs: number;
   /** Builds the exact package that will leave, stamping the effect ID where the API allows it. */
   buildPackage(effectId: string, operation: string, payload: Record<string, unknown>): ReleasedPackage;
   /** A few words on the target for the effect's summary, e.g. "refund 4000 EUR on ch_1". */

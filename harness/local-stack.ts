@@ -89,6 +89,8 @@ export interface StackOptions {
   readbackIntervalMs?: number;
   /** The destinations' absence grace; 0 unless a test exercises it, so "absent" is decidable at once. */
   absenceGraceMs?: number;
+  /** The readback cap while a person is awaited; 5 s unless a test exercises the backoff. */
+  readbackMaxIntervalMs?: number;
   /** Serve the Temporal Web UI on a free port. */
   ui?: boolean;
   /** Names the throwaway database (effect_ledger_<purpose>_<random>). */
@@ -99,6 +101,7 @@ export async function startStack({
   ui,
   purpose = 'test',
   absenceGraceMs = 0,
+  readbackMaxIntervalMs = 5000,
   ...clientOptions
 }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
@@ -120,6 +123,7 @@ export async function startStack({
     db: ledger.db,
     taskQueue,
     absenceGraceMs,
+    readbackMaxIntervalMs,
     ...clientOptions,
   };
   const effects = new TrackingEffectLedgerClient(baseOptions, approvedEffectIds);

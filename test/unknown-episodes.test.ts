@@ -98,6 +98,37 @@ describe('UNKNOWN episodes: grace, stale decisions, update IDs, abandon while re
     assert.equal((await stack.effects.status(effectId)).trail.effect.stage, 'abandoned');
   });
 
+  test(
+    'while a person is awaited, readback backs off: each wait twice the last, up to the cap',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'post:backoff';
+      const patient = stack.effectsWith({
+        callTimeoutMs: 2000,
+        readbackIntervalMs: 500,
+        readbackMaxIntervalMs: 60_000,
+      });
+      await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+      await stack.withWorker(async () => {
+        await patient.approve(postRequest(effectId, 'Backing off'));
+        const at = await waitFor(
+          async () => {
+            const rows = (await stack.effects.status(effectId)).trail.evidence.filter((e) => e.kind === 'readback');
+            return rows.length >= 5 ? rows.map((r) => r.recordedAt.getTime()) : undefined;
+          },
+          'five readbacks',
+          120_000,
+        );
+        // Readbacks 2..5 follow waits of at least 0.5, 1, 2, 4 s (a fixed interval would give 0.5 s each).
+        const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t));
+        assert.ok((gaps[3] ?? 0) >= 4000, `the fourth wait is at least 4 s: ${gaps.join(', ')} ms`);
+        assert.ok((gaps[2] ?? 0) >= 2000, `the third wait is at least 2 s: ${gaps.join(', ')} ms`);
+        await patient.decide(effectId, 'abandon', { actor: 'ops@example.com', reason: 'enough' });
+        await resultOf(stack, effectId);
+      });
+    },
+  );
+
   test('a decision re-sent with the same decision ID (a client timeout) is one decision', TEST_TIMEOUT, async () => {
     const effectId = 'post:once';
     const quick = stack.effectsWith({ callTimeoutMs: 2000 });

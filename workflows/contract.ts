@@ -20,6 +20,8 @@ export interface EffectInput {
   retryAfterProvenAbsence: boolean;
   /** While a human decision is awaited, readback runs again this often (a late object is still found). */
   readbackIntervalMs: number;
+  /** v3: the interval doubles after each readback while a person is awaited, up to this cap (per destination). */
+  readbackMaxIntervalMs?: number;
   /**
    * Readbacks one run makes while awaiting a human before it continues as new, so a wait of weeks never
    * fills one history (default 24: four hours at the default interval). Absent in v1 inputs.

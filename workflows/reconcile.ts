@@ -100,9 +100,8 @@ async function awaitDecision(run: EffectRun, read: ReadbackResult): Promise<Queu
   const { input, decisions } = run;
   // While our last request may still be in flight, read again as soon as that window closes.
   const inFlightUntil = read.detail.inFlightUntil ? Date.parse(read.detail.inFlightUntil) : undefined;
-  const wait = inFlightUntil
-    ? Math.min(input.readbackIntervalMs, Math.max(1000, inFlightUntil - Date.now()))
-    : input.readbackIntervalMs;
+  const interval = readbackInterval(run);
+  const wait = inFlightUntil ? Math.min(interval, Math.max(1000, inFlightUntil - Date.now())) : interval;
   run.await(
     inFlightUntil
       ? `our last request may still be in flight until ${read.detail.inFlightUntil}: reading back then` +
@@ -117,6 +116,17 @@ async function awaitDecision(run: EffectRun, read: ReadbackResult): Promise<Queu
     if (decisions.length === 0) return run.handOver();
   }
   return decisions.shift();
+}
+
+/**
+ * How long to wait for a person before reading back again: v3 doubles the effect's interval after each
+ * readback of this wait, up to the destination's cap; earlier runs replay a fixed interval.
+ */
+function readbackInterval(run: EffectRun): number {
+  const { readbackIntervalMs, readbackMaxIntervalMs } = run.input;
+  if (!run.v3 || readbackMaxIntervalMs === undefined) return readbackIntervalMs;
+  const doublings = Math.min(Math.max(0, run.readbacksThisRun - 1), 30);
+  return Math.min(readbackMaxIntervalMs, readbackIntervalMs * 2 ** doublings);
 }
 
 /** Acts on a human decision: a resolution, or undefined when it was refused and the wait goes on. */

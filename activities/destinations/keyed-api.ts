@@ -45,6 +45,8 @@ export const keyedApiContract: DestinationContract = {
   // The key lookup reports a request still in flight (409 while processing); a short grace covers the
   // moment between our timeout and the provider registering the key.
   absenceGraceMs: 5_000,
+  // One metadata search every few hours at most while a person is awaited: the key dedupes meanwhile.
+  readbackMaxIntervalMs: 4 * 60 * 60 * 1000,
   buildPackage(effectId, operation, payload) {
     const target =
       operation === 'refund.create'

@@ -43,6 +43,8 @@ export const socialFeedContract: DestinationContract = {
   retryAfterProvenAbsence: false,
   // Nothing tells us a post is still being created: a request that timed out may land a while later.
   absenceGraceMs: 60_000,
+  // A post drops out of the newest-100 listing as others post: read back at least hourly to still see it.
+  readbackMaxIntervalMs: 60 * 60 * 1000,
   buildPackage(effectId, _operation, payload) {
     return {
       target: `POST /social/v1/posts channel=${String(payload.channel)}`,
