@@ -71,9 +71,14 @@ export interface ApprovalResult {
 
 export interface EffectReport {
   trail: EffectTrail;
-  /** The running workflow's own view; null once it has closed or its history has expired. */
+  /** The running workflow's own view; null once it has closed, its history has expired, or it did not answer. */
   live: EffectStatus | null;
+  /** Set when the live view could not be had in time (Temporal unreachable, no worker polling): what was not seen. */
+  liveUnavailable?: string;
 }
+
+/** How long `status` waits for Temporal before answering from the ledger alone. */
+const LIVE_VIEW_DEADLINE_MS = 3000;
 
 export class EffectLedgerClient {
   constructor(private readonly options: EffectLedgerClientOptions) {}
@@ -200,7 +205,20 @@ export class EffectLedgerClient {
   async status(effectId: string): Promise<EffectReport> {
     const trail = await readTrail(this.options.db, effectId);
     if (!trail) throw new EffectNotFoundError(effectId);
-    return { trail, live: await this.live(effectId) };
+    try {
+      const live = await this.options.client.withDeadline(Date.now() + LIVE_VIEW_DEADLINE_MS, () =>
+        this.live(effectId),
+      );
+      return { trail, live };
+    } catch (error) {
+      // The ledger answers on its own: say which part could not be seen, and why.
+      const why = error instanceof Error ? error.message : String(error);
+      return {
+        trail,
+        live: null,
+        liveUnavailable: `the workflow's live view did not answer within ${LIVE_VIEW_DEADLINE_MS} ms (Temporal unreachable, or no worker polling): ${why}`,
+      };
+    }
   }
 
   /**

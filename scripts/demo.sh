@@ -4,4 +4,5 @@
 # the UI up until Ctrl-C.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-exec npx tsx scripts/demo.ts "$@"
+# node --import tsx, not npx tsx: npx does not pass SIGTERM on to the demo.
+exec node --import tsx scripts/demo.ts "$@"

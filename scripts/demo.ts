@@ -96,6 +96,23 @@ const worker = await createEffectWorker({
 await ensureReconcilerSchedule(env.client, { taskQueue: config.taskQueue, everyMs: 60_000, olderThanMs: 30_000 });
 const running = worker.run();
 
+// Ctrl-C or SIGTERM at any moment, during the approvals too, takes everything down with us.
+async function shutdown(): Promise<void> {
+  worker.shutdown();
+  await running.catch(() => undefined);
+  await simulator.stop();
+  await ledger.close();
+  await env.teardown();
+}
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  void shutdown().then(() => process.exit(0));
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
+
 process.stdout.write(`Provider simulator at ${simulator.url}\n\n`);
 for (const { note, ...request } of approvals) {
   try {
@@ -157,23 +174,10 @@ process.stdout.write(
   ].join('\n'),
 );
 
-const shutdown = async () => {
-  worker.shutdown();
-  await running.catch(() => undefined);
-  await simulator.stop();
-  await ledger.close();
-  await env.teardown();
-};
 if (options.exit) {
   await shutdown();
 } else {
-  process.stdout.write('The UI stays up while this runs. Ctrl-C stops the dev server, the worker and the simulator.\n');
-  let stopping = false;
-  const stop = () => {
-    if (stopping) return;
-    stopping = true;
-    void shutdown().then(() => process.exit(0));
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.stdout.write(
+    'The UI stays up while this runs. Ctrl-C (or SIGTERM) stops the dev server, the worker and the simulator.\n',
+  );
 }

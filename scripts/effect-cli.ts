@@ -28,7 +28,8 @@ interface Session {
 
 async function openSession(): Promise<Session> {
   const config = loadTemporalConfig();
-  const connection = await Connection.connect({ address: config.address });
+  // Lazy: `list` and the ledger half of `status` answer while Temporal is unreachable.
+  const connection = Connection.lazy({ address: config.address });
   const ledger: Ledger = openLedger(databaseUrl(), { max: 2 });
   const client = new Client({ connection, namespace: config.namespace });
   return {
@@ -104,7 +105,10 @@ export function buildProgram(): Command {
         print(
           !!opts.json,
           report,
-          () => formatTrail(report.trail) + (report.live?.awaiting ? `\n  awaiting: ${report.live.awaiting}` : ''),
+          () =>
+            formatTrail(report.trail) +
+            (report.live?.awaiting ? `\n  awaiting: ${report.live.awaiting}` : '') +
+            (report.liveUnavailable ? `\n  (ledger only: ${report.liveUnavailable})` : ''),
         );
       });
     });
