@@ -108,6 +108,11 @@ function panel(p: Panel): string {
     out.push(`<text x="${x}" y="${p.y + p.h + 18}" text-anchor="middle" font-size="11">${t}</text>`);
   }
   out.push(`<rect x="${p.x}" y="${p.y}" width="${p.w}" height="${p.h}" fill="none" stroke="#333"/>`);
+  if (allX.length === 0) {
+    out.push(
+      `<text x="${p.x + p.w / 2}" y="${p.y + p.h / 2}" text-anchor="middle" fill="#888">not measured in this run</text>`,
+    );
+  }
   out.push(`<text x="${p.x + p.w / 2}" y="${p.y + p.h + 38}" text-anchor="middle">${esc(p.xLabel)}</text>`);
   out.push(
     `<text transform="translate(${p.x - 44} ${p.y + p.h / 2}) rotate(-90)" text-anchor="middle">${esc(p.yLabel)}</text>`,
@@ -144,7 +149,10 @@ export function renderChart(input: ChartInput): string {
   const cdf: Series[] = input.latencies.map((l) => ({
     label: `${l.label} (n=${l.values.length})`,
     color: l.color,
-    points: l.values.map((v, i) => [v, (i + 1) / l.values.length] as [number, number]),
+    points: [
+      [l.values[0] ?? 0, 0] as [number, number],
+      ...l.values.map((v, i) => [v, (i + 1) / l.values.length] as [number, number]),
+    ],
   }));
   const concurrencies = [...new Set(input.throughputByConcurrency.flatMap((s) => s.points.map(([x]) => x)))].sort(
     (a, b) => a - b,
