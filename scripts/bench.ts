@@ -368,17 +368,32 @@ async function queueLostPosts(bench: Bench, count: number) {
   }
 }
 
-async function awaitingHuman(bench: Bench, ids: string[], timeoutMs: number) {
+/** Waits until every effect is in `unknown` awaiting a human; gives up only after `stallMs` without progress. */
+async function awaitingHuman(bench: Bench, ids: string[], stallMs = 180_000) {
   const prefix = ids[0]?.replace(/\d+$/, '') ?? '';
-  await waitFor(
-    async () => {
-      const [row] = await bench.stack.ledger.sql<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM effects WHERE stage = 'unknown' AND effect_id LIKE ${`${prefix}%`}`;
-      return (row?.n ?? 0) >= ids.length;
-    },
-    `${ids.length} effects in unknown`,
-    timeoutMs,
-  );
+  const bar = progressBar(`waiting: ${ids.length} to unknown`, ids.length);
+  let seen = 0;
+  let progressAt = Date.now();
+  let stages: Record<string, number> = {};
+  try {
+    for (;;) {
+      const rows = await bench.stack.ledger.sql<{ stage: string; n: number }[]>`
+        SELECT stage, count(*)::int AS n FROM effects WHERE effect_id LIKE ${`${prefix}%`} GROUP BY stage`;
+      stages = Object.fromEntries(rows.map((r) => [r.stage, r.n]));
+      const unknown = stages.unknown ?? 0;
+      for (; seen < unknown; seen++) bar.tick();
+      if (unknown > seen || unknown >= ids.length) progressAt = Date.now();
+      if (unknown >= ids.length) break;
+      if (Date.now() - progressAt > stallMs) {
+        throw new Error(
+          `no progress for ${stallMs / 1000} s towards ${ids.length} effects in unknown: ${JSON.stringify(stages)}`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  } finally {
+    bar.stop();
+  }
   const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 10)) === 0);
   await waitFor(
     async () => {
@@ -386,7 +401,7 @@ async function awaitingHuman(bench: Bench, ids: string[], timeoutMs: number) {
       return views.every((v) => v.live?.awaiting?.startsWith('a human decision'));
     },
     'the waiting effects to await a human',
-    timeoutMs,
+    stallMs,
   );
 }
 
@@ -410,7 +425,7 @@ async function waitingPhase(bench: Bench) {
     bar.tick();
   });
   bar.stop();
-  await awaitingHuman(bench, ids, Math.max(120_000, n * 100));
+  await awaitingHuman(bench, ids);
   const settledSeconds = (performance.now() - started) / 1000;
   log(`waiting: ${n} effects in unknown awaiting a human after ${settledSeconds.toFixed(0)} s`);
   // Let the last workflow tasks finish, then read memory with all of them parked.
@@ -431,7 +446,7 @@ async function waitingPhase(bench: Bench) {
   await pool(growthIds.length, config.concurrency, async (i) => {
     await growthClient.approve(postRequest(`growth:${bench.tag}:${i}`, `bench growth post ${i}`));
   });
-  await awaitingHuman(bench, growthIds, 120_000);
+  await awaitingHuman(bench, growthIds);
   const t0 = performance.now();
   const first = await Promise.all(growthIds.map((id) => historyOf(bench.client, id)));
   log(`waiting: measuring history growth for ${config.growthWindowS} s at a ${config.growthIntervalMs} ms interval`);
@@ -556,7 +571,9 @@ async function main() {
     }
     await Promise.all([ensureWorkers(bench, 'bare', 1), ensureWorkers(bench, 'ledgered', 1)]);
 
-    const waiting = config.waiting > 0 ? await waitingPhase(bench) : null;
+    // A failed waiting phase must not lose the numbers above: its error goes into the report instead.
+    const waiting =
+      config.waiting > 0 ? await waitingPhase(bench).catch((error: Error) => ({ error: error.message })) : null;
 
     // ---- report ----
     const strip = ({ effectIds: _ids, latencies: _l, ...rest }: RunResult) => rest;
@@ -668,7 +685,8 @@ async function main() {
           `implicit single-statement transactions ${fmt(t.total.implicitTransactions)}`,
       );
     }
-    if (waiting) {
+    if (waiting && 'error' in waiting) out.push(`waiting phase failed: ${waiting.error}`);
+    else if (waiting) {
       const g = waiting.growth;
       out.push(
         `waiting: ${waiting.effects} effects in unknown: ledgered worker RSS ${waiting.ledgeredWorkers.map((w) => `${fmt(w.rssBeforeMiB, 0)} → ${fmt(w.rssWithWaitingMiB, 0)} MiB (peak ${fmt(w.peakDuringPhaseMiB, 0)})`).join('; ')}`,
