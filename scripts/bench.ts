@@ -19,7 +19,8 @@ import cliProgress from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
 import { createDestinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
-import type { BareEffectInput, BareEffectResult } from '../harness/bench/bare-activities.js';
+import type { BareEffectInput } from '../harness/bench/bare-activities.js';
+import type { bareEffect } from '../harness/bench/bare-workflow.js';
 import { memoryOf, resetPeak, startBareWorkerProcess } from '../harness/bench/processes.js';
 import { type LatencySummary, renderChart, type Series, summarize, table } from '../harness/bench/report.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
@@ -179,13 +180,12 @@ async function runOne(bench: Bench, kind: Kind, effectId: string, i: number): Pr
     return (await bench.effects.result(effectId)).stage;
   }
   const input: BareEffectInput = { effectId, title: 'Prepare preview', request };
-  const handle = await bench.client.workflow.start('bareEffect', {
+  const handle = await bench.client.workflow.start<typeof bareEffect>('bareEffect', {
     workflowId: effectId,
     taskQueue: bench.bareQueue,
     args: [input],
   });
-  const result = (await handle.result()) as BareEffectResult;
-  return result.objectId ? 'completed' : 'no object ID';
+  return (await handle.result()).objectId ? 'completed' : 'no object ID';
 }
 
 async function run(
@@ -621,9 +621,11 @@ async function main() {
       kinds.map((kind) => ({
         label: kind,
         color: kind === 'bare' ? '#1f77b4' : '#d62728',
-        points: runs.filter((r) => r.kind === kind).map((r) => [x(r), r.effectsPerSecond] as [number, number]),
+        // Runs at the same x (the main rounds) are drawn as their mean.
+        points: [...new Set(runs.filter((r) => r.kind === kind).map(x))]
+          .sort((a, b) => a - b)
+          .map((v) => [v, mean(runs.filter((r) => r.kind === kind && x(r) === v).map((r) => r.effectsPerSecond))]),
       }));
-    const mainAsPoint = (runs: RunResult[]) => (runs.length ? runs : main);
     writeFileSync(
       resolve(outDir, 'bench.svg'),
       renderChart({
@@ -633,7 +635,7 @@ async function main() {
           color: kind === 'bare' ? '#1f77b4' : '#d62728',
           values: allLatencies(kind).sort((a, b) => a - b),
         })),
-        throughputByConcurrency: series(mainAsPoint(byConcurrency), (r) => r.concurrency),
+        throughputByConcurrency: series([...byConcurrency, ...main], (r) => r.concurrency),
         throughputByWorkers: series(byWorkers, (r) => r.workerProcesses),
       }),
     );

@@ -5,8 +5,6 @@ import type { BareActivities, BareEffectInput, BareEffectResult } from './bare-a
 
 const { createObject } = proxyActivities<BareActivities>({ startToCloseTimeout: '30 seconds' });
 
-export const BARE_WORKFLOW_TYPE = 'bareEffect';
-
 export async function bareEffect(input: BareEffectInput): Promise<BareEffectResult> {
   return createObject(input);
 }

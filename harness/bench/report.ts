@@ -117,14 +117,15 @@ function panel(p: Panel): string {
   out.push(
     `<text transform="translate(${p.x - 44} ${p.y + p.h / 2}) rotate(-90)" text-anchor="middle">${esc(p.yLabel)}</text>`,
   );
-  p.series.forEach((s, i) => {
+  for (const s of p.series) {
     const points = s.points.filter(([x]) => !categories || categories.includes(x));
-    if (points.length === 0) return;
+    if (points.length === 0) continue;
+    // A numeric axis clamps what lies past its end (the CDF's tail) onto the frame.
+    const px = (x: number) => xPos(categories ? x : Math.min(x, xRight)).toFixed(1);
     const path = points
       .map(([x, y], j) => {
-        const xy = `${xPos(Math.min(x, xRight)).toFixed(1)},${yPos(y).toFixed(1)}`;
-        if (j === 0 || !p.steps) return `${j === 0 ? 'M' : 'L'}${xy}`;
-        return `H${xPos(Math.min(x, xRight)).toFixed(1)}V${yPos(y).toFixed(1)}`;
+        if (j === 0 || !p.steps) return `${j === 0 ? 'M' : 'L'}${px(x)},${yPos(y).toFixed(1)}`;
+        return `H${px(x)}V${yPos(y).toFixed(1)}`;
       })
       .join(' ');
     out.push(`<path d="${path}" fill="none" stroke="${s.color}" stroke-width="2"/>`);
@@ -133,12 +134,7 @@ function panel(p: Panel): string {
         out.push(`<circle cx="${xPos(x).toFixed(1)}" cy="${yPos(y).toFixed(1)}" r="3" fill="${s.color}"/>`);
       }
     }
-    const ly = p.y + 14 + i * 16;
-    out.push(
-      `<line x1="${p.x + 10}" x2="${p.x + 30}" y1="${ly - 4}" y2="${ly - 4}" stroke="${s.color}" stroke-width="3"/>`,
-    );
-    out.push(`<text x="${p.x + 36}" y="${ly}" font-size="12">${esc(s.label)}</text>`);
-  });
+  }
   return out.join('\n');
 }
 
@@ -198,9 +194,14 @@ export function renderChart(input: ChartInput): string {
     }),
   ];
   return [
-    '<svg xmlns="http://www.w3.org/2000/svg" width="1110" height="400" viewBox="0 0 1110 400" font-family="sans-serif" font-size="13">',
+    '<svg xmlns="http://www.w3.org/2000/svg" width="1110" height="410" viewBox="0 0 1110 410" font-family="sans-serif" font-size="13">',
     '<rect width="100%" height="100%" fill="#fff"/>',
     `<text x="555" y="22" text-anchor="middle" font-size="15" font-weight="bold">${esc(input.title)}</text>`,
+    // One legend for all three panels: the kinds share their colours.
+    ...cdf.map((s, i) => {
+      const x = 420 + i * 170;
+      return `<line x1="${x}" x2="${x + 22}" y1="388" y2="388" stroke="${s.color}" stroke-width="3"/><text x="${x + 28}" y="392" font-size="12">${esc(s.label)}</text>`;
+    }),
     ...panels,
     '</svg>',
     '',
