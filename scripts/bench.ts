@@ -368,33 +368,49 @@ async function queueLostPosts(bench: Bench, count: number) {
   }
 }
 
-/** Waits until every effect is in `unknown` awaiting a human; gives up only after `stallMs` without progress. */
-async function awaitingHuman(bench: Bench, ids: string[], stallMs = 180_000) {
-  const prefix = ids[0]?.replace(/\d+$/, '') ?? '';
-  const bar = progressBar(`waiting: ${ids.length} to unknown`, ids.length);
+/**
+ * Approves the effects in batches, each let through once the previous ones reached `unknown` (a dev
+ * server swamped with thousands of fresh workflows times out its own persistence), then checks a sample
+ * awaits a human. Gives up only after `stallMs` without progress, however slow the machine.
+ */
+async function approveUntilWaiting(
+  bench: Bench,
+  effects: EffectLedgerClient,
+  prefix: string,
+  count: number,
+  stallMs = 180_000,
+) {
+  const batch = Math.max(100, config.concurrency * 5);
+  const bar = progressBar(`waiting: ${count} to unknown`, count);
   let seen = 0;
-  let progressAt = Date.now();
-  let stages: Record<string, number> = {};
   try {
-    for (;;) {
-      const rows = await bench.stack.ledger.sql<{ stage: string; n: number }[]>`
-        SELECT stage, count(*)::int AS n FROM effects WHERE effect_id LIKE ${`${prefix}%`} GROUP BY stage`;
-      stages = Object.fromEntries(rows.map((r) => [r.stage, r.n]));
-      const unknown = stages.unknown ?? 0;
-      for (; seen < unknown; seen++) bar.tick();
-      if (unknown > seen || unknown >= ids.length) progressAt = Date.now();
-      if (unknown >= ids.length) break;
-      if (Date.now() - progressAt > stallMs) {
-        throw new Error(
-          `no progress for ${stallMs / 1000} s towards ${ids.length} effects in unknown: ${JSON.stringify(stages)}`,
-        );
+    for (let from = 0; from < count; from += batch) {
+      const to = Math.min(count, from + batch);
+      await pool(to - from, config.concurrency, async (j) => {
+        await effects.approve(postRequest(`${prefix}${from + j}`, `bench post ${from + j}`));
+      });
+      let progressAt = Date.now();
+      for (;;) {
+        const rows = await bench.stack.ledger.sql<{ stage: string; n: number }[]>`
+          SELECT stage, count(*)::int AS n FROM effects WHERE effect_id LIKE ${`${prefix}%`} GROUP BY stage`;
+        const stages = Object.fromEntries(rows.map((r) => [r.stage, r.n]));
+        const unknown = stages.unknown ?? 0;
+        if (unknown > seen) progressAt = Date.now();
+        for (; seen < unknown; seen++) bar.tick();
+        if (unknown >= to) break;
+        if (Date.now() - progressAt > stallMs) {
+          throw new Error(
+            `no progress for ${stallMs / 1000} s towards ${to} effects in unknown: ${JSON.stringify(stages)}`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 500));
       }
-      await new Promise((r) => setTimeout(r, 1000));
     }
   } finally {
     bar.stop();
   }
-  const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 10)) === 0);
+  const step = Math.max(1, Math.floor(count / 10));
+  const sample = Array.from({ length: Math.ceil(count / step) }, (_, i) => `${prefix}${i * step}`);
   await waitFor(
     async () => {
       const views = await Promise.all(sample.map((id) => bench.effects.status(id)));
@@ -417,15 +433,8 @@ async function waitingPhase(bench: Bench) {
     readbackIntervalMs: config.waitingIntervalMs,
   });
   await queueLostPosts(bench, n);
-  const ids = Array.from({ length: n }, (_, i) => `wait:${bench.tag}:${i}`);
-  const bar = progressBar(`waiting: approve ${n}`, n);
   const started = performance.now();
-  await pool(n, config.concurrency, async (i) => {
-    await waiting.approve(postRequest(`wait:${bench.tag}:${i}`, `bench post ${i}`));
-    bar.tick();
-  });
-  bar.stop();
-  await awaitingHuman(bench, ids);
+  await approveUntilWaiting(bench, waiting, `wait:${bench.tag}:`, n);
   const settledSeconds = (performance.now() - started) / 1000;
   log(`waiting: ${n} effects in unknown awaiting a human after ${settledSeconds.toFixed(0)} s`);
   // Let the last workflow tasks finish, then read memory with all of them parked.
@@ -443,10 +452,7 @@ async function waitingPhase(bench: Bench) {
   });
   const growthIds = Array.from({ length: config.growthEffects }, (_, i) => `growth:${bench.tag}:${i}`);
   await queueLostPosts(bench, growthIds.length);
-  await pool(growthIds.length, config.concurrency, async (i) => {
-    await growthClient.approve(postRequest(`growth:${bench.tag}:${i}`, `bench growth post ${i}`));
-  });
-  await awaitingHuman(bench, growthIds);
+  await approveUntilWaiting(bench, growthClient, `growth:${bench.tag}:`, growthIds.length);
   const t0 = performance.now();
   const first = await Promise.all(growthIds.map((id) => historyOf(bench.client, id)));
   log(`waiting: measuring history growth for ${config.growthWindowS} s at a ${config.growthIntervalMs} ms interval`);
