@@ -1,0 +1,715 @@
+// `npm run bench`: what the ledger costs against the workflow a user would otherwise write (issue 14).
+// One dev server, one PostgreSQL database, one provider simulator. Workers run as child processes (the
+// ledgered one is workers/main.ts, the bare one harness/bench/bare-worker.ts) so their RSS can be read.
+//
+//   main      N effects at concurrency C, bare and ledgered alternately (ABBA), --rounds rounds each
+//   history   events and bytes per effect (fetchHistory on a sample of the last round)
+//   sql       a small in-process phase: statements and transactions per effect, approval + worker
+//   scaling   throughput at each --concurrency-levels, and with each --worker-counts worker processes
+//   waiting   --waiting effects left in `unknown` awaiting a human: worker RSS, history bytes per day,
+//             readbacks per hour per effect
+//
+// Writes a table to stdout and bench.json + bench.svg to --out (artifacts/bench by default).
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import cliProgress from 'cli-progress';
+import { Command, InvalidArgumentError } from 'commander';
+import { createDestinations } from '../activities/destinations/registry.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import type { BareEffectInput } from '../harness/bench/bare-activities.js';
+import type { bareEffect } from '../harness/bench/bare-workflow.js';
+import { memoryOf, resetPeak, startBareWorkerProcess } from '../harness/bench/processes.js';
+import { type LatencySummary, renderChart, type Series, summarize, table } from '../harness/bench/report.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { postRequest, taskRequest } from '../harness/sample-requests.js';
+import { waitFor } from '../harness/wait-for.js';
+import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
+import { openLedger } from '../ledger/db.js';
+import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
+
+// ---- options ------------------------------------------------------------------------------------------
+
+const int = (min: number) => (raw: string) => {
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!(value >= min)) throw new InvalidArgumentError(`expected an integer ≥ ${min}`);
+  return value;
+};
+const list = (raw: string) => {
+  if (raw === 'none' || raw === '') return [];
+  return raw.split(',').map((v) => int(1)(v.trim()));
+};
+
+interface Options {
+  effects?: number;
+  concurrency?: number;
+  rounds?: number;
+  quick?: boolean;
+  concurrencyLevels?: number[];
+  workerCounts?: number[];
+  scalingEffects?: number;
+  sqlEffects?: number;
+  historySample?: number;
+  waiting?: number;
+  waitingIntervalMs?: number;
+  growthEffects?: number;
+  growthIntervalMs?: number;
+  growthWindowS?: number;
+  out: string;
+}
+
+const opts = new Command('bench')
+  .description('bare Temporal workflow vs the ledgered happy path: throughput, latency, history, SQL, RSS, scaling')
+  .option('--effects <n>', 'effects per main run (default 300; quick 40)', int(1))
+  .option('--concurrency <n>', 'effects in flight in the main runs (default 20; quick 10)', int(1))
+  .option('--rounds <n>', 'rounds of (bare, ledgered), alternating which goes first (default 2)', int(1))
+  .option('--quick', 'small defaults everywhere: scaling and waiting phases tiny')
+  .option(
+    '--concurrency-levels <list>',
+    'scaling: concurrencies to try, or "none" (default 1,8,32,64; quick 1,8)',
+    list,
+  )
+  .option('--worker-counts <list>', 'scaling: worker processes per kind, or "none" (default 1,2,3; quick 1,2)', list)
+  .option('--scaling-effects <n>', 'effects per scaling point (default 200; quick 20)', int(1))
+  .option('--sql-effects <n>', 'effects in the in-process SQL-counting phase, 0 skips (default 30; quick 10)', int(0))
+  .option('--history-sample <n>', 'effects per kind whose history is fetched (default 20; quick 5)', int(1))
+  .option('--waiting <n>', 'effects left waiting in unknown, 0 skips (default 10000; quick 200)', int(0))
+  .option(
+    '--waiting-interval-ms <ms>',
+    'readback interval of the waiting effects (default 600000, the product default)',
+    int(1000),
+  )
+  .option(
+    '--growth-effects <n>',
+    'waiting effects read back fast to measure history growth (default 10; quick 3)',
+    int(1),
+  )
+  .option('--growth-interval-ms <ms>', 'their short readback interval (default 2000)', int(200))
+  .option('--growth-window-s <s>', 'how long their history growth is measured (default 30; quick 10)', int(1))
+  .option('--out <dir>', 'where bench.json and bench.svg go', 'artifacts/bench')
+  .parse()
+  .opts<Options>();
+
+const quick = Boolean(opts.quick);
+const pick = <T>(given: T | undefined, full: T, small: T): T => given ?? (quick ? small : full);
+const config = {
+  effects: pick(opts.effects, 300, 40),
+  concurrency: pick(opts.concurrency, 20, 10),
+  rounds: pick(opts.rounds, 2, 2),
+  concurrencyLevels: pick(opts.concurrencyLevels, [1, 8, 32, 64], [1, 8]),
+  workerCounts: pick(opts.workerCounts, [1, 2, 3], [1, 2]),
+  scalingEffects: pick(opts.scalingEffects, 200, 20),
+  sqlEffects: pick(opts.sqlEffects, 30, 10),
+  historySample: pick(opts.historySample, 20, 5),
+  waiting: pick(opts.waiting, 10_000, 200),
+  waitingIntervalMs: opts.waitingIntervalMs ?? 600_000,
+  growthEffects: pick(opts.growthEffects, 10, 3),
+  growthIntervalMs: opts.growthIntervalMs ?? 2000,
+  growthWindowS: pick(opts.growthWindowS, 30, 10),
+  quick,
+};
+const outDir = resolve(opts.out);
+
+// ---- progress -----------------------------------------------------------------------------------------
+
+const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+function progressBar(label: string, total: number) {
+  const bar = new cliProgress.SingleBar(
+    { format: `${label.padEnd(28)} [{bar}] {value}/{total} {rate} eff/s`, hideCursor: true, clearOnComplete: true },
+    cliProgress.Presets.shades_classic,
+  );
+  const started = performance.now();
+  let done = 0;
+  bar.start(total, 0, { rate: '0.0' });
+  return {
+    tick() {
+      done++;
+      bar.increment(1, { rate: (done / ((performance.now() - started) / 1000)).toFixed(1) });
+    },
+    stop: () => bar.stop(),
+  };
+}
+
+/** Runs fn(i) for i in [0, n) with at most `concurrency` in flight. */
+async function pool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, concurrency) }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+// ---- the two kinds of effect --------------------------------------------------------------------------
+
+type Kind = 'bare' | 'ledgered';
+
+interface RunResult {
+  kind: Kind;
+  phase: string;
+  round?: number;
+  effects: number;
+  concurrency: number;
+  workerProcesses: number;
+  seconds: number;
+  effectsPerSecond: number;
+  latencyMs: LatencySummary;
+  /** How each effect ended: recorded (ledgered), completed (bare), or what went wrong. */
+  ended: Record<string, number>;
+  /** Peak RSS (VmHWM) of each worker process of this kind during the run, MiB. */
+  workerPeakRssMiB: number[];
+  effectIds: string[];
+  latencies: number[];
+}
+
+interface Bench {
+  stack: Stack;
+  client: Client;
+  effects: EffectLedgerClient;
+  bareQueue: string;
+  workers: Record<Kind, WorkerProcess[]>;
+  tag: string;
+}
+
+async function runOne(bench: Bench, kind: Kind, effectId: string, i: number): Promise<string> {
+  const request = `request-${i}`;
+  if (kind === 'ledgered') {
+    await bench.effects.approve({ ...taskRequest(effectId, request), approvedBy: 'bench@example.com' });
+    return (await bench.effects.result(effectId)).stage;
+  }
+  const input: BareEffectInput = { effectId, title: 'Prepare preview', request };
+  const handle = await bench.client.workflow.start<typeof bareEffect>('bareEffect', {
+    workflowId: effectId,
+    taskQueue: bench.bareQueue,
+    args: [input],
+  });
+  return (await handle.result()).objectId ? 'completed' : 'no object ID';
+}
+
+async function run(
+  bench: Bench,
+  kind: Kind,
+  phase: string,
+  count: number,
+  concurrency: number,
+  round?: number,
+): Promise<RunResult> {
+  const prefix = `${kind}:${bench.tag}:${phase}${round === undefined ? '' : `:r${round}`}:`;
+  const workers = bench.workers[kind];
+  for (const w of workers) resetPeak(w.child.pid);
+  const ids = Array.from({ length: count }, (_, i) => `${prefix}${i}`);
+  const latencies: number[] = [];
+  const ended: Record<string, number> = {};
+  const bar = progressBar(`${phase}${round === undefined ? '' : ` r${round}`} ${kind} c=${concurrency}`, count);
+  const started = performance.now();
+  await pool(count, concurrency, async (i) => {
+    const t0 = performance.now();
+    let end: string;
+    try {
+      end = await runOne(bench, kind, `${prefix}${i}`, i);
+    } catch (error) {
+      end = `error: ${(error as Error).message.slice(0, 80)}`;
+    }
+    latencies.push(performance.now() - t0);
+    ended[end] = (ended[end] ?? 0) + 1;
+    bar.tick();
+  });
+  const seconds = (performance.now() - started) / 1000;
+  bar.stop();
+  const result: RunResult = {
+    kind,
+    phase,
+    ...(round === undefined ? {} : { round }),
+    effects: count,
+    concurrency,
+    workerProcesses: workers.length,
+    seconds,
+    effectsPerSecond: count / seconds,
+    latencyMs: summarize(latencies),
+    ended,
+    workerPeakRssMiB: workers.map((w) => memoryOf(w.child.pid)?.peakMiB ?? Number.NaN),
+    effectIds: ids,
+    latencies,
+  };
+  log(
+    `${phase}${round === undefined ? '' : ` round ${round}`} ${kind}: ${result.effectsPerSecond.toFixed(1)} effects/s, ` +
+      `p50 ${result.latencyMs.p50.toFixed(0)} ms, ended ${JSON.stringify(ended)}`,
+  );
+  return result;
+}
+
+// ---- history ------------------------------------------------------------------------------------------
+
+interface HistorySize {
+  events: number;
+  bytes: number;
+  readbacks: number;
+  runId: string;
+}
+
+async function historyOf(client: Client, workflowId: string): Promise<HistorySize> {
+  const handle = client.workflow.getHandle(workflowId);
+  const { runId } = await handle.describe();
+  const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const events = history.events ?? [];
+  return {
+    events: events.length,
+    bytes: proto.temporal.api.history.v1.History.encode(history).finish().length,
+    readbacks: events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readBack').length,
+    runId,
+  };
+}
+
+async function historyStats(client: Client, ids: string[]) {
+  const sizes = await Promise.all(ids.map((id) => historyOf(client, id)));
+  const mean = (f: (h: HistorySize) => number) => sizes.reduce((s, h) => s + f(h), 0) / (sizes.length || 1);
+  return { sample: sizes.length, eventsPerEffect: mean((h) => h.events), bytesPerEffect: mean((h) => h.bytes) };
+}
+
+// ---- SQL statements and transactions (in-process worker, counted ledgers) --------------------------------
+
+interface SqlCounts {
+  /** Statements other than BEGIN / COMMIT / ROLLBACK. */
+  statements: number;
+  /** Explicit transactions: BEGIN count. */
+  transactions: number;
+  /** Statements sent outside an explicit transaction: each is its own implicit transaction. */
+  implicitTransactions: number;
+}
+
+/** Counts one ledger's statements. Its pool has one connection, so BEGIN…COMMIT brackets are exact. */
+function sqlCounter() {
+  const counts: SqlCounts = { statements: 0, transactions: 0, implicitTransactions: 0 };
+  let inTransaction = false;
+  return {
+    counts,
+    onStatement(query: string) {
+      const q = query.trimStart().toLowerCase();
+      if (q.startsWith('begin')) {
+        counts.transactions++;
+        inTransaction = true;
+      } else if (q.startsWith('commit') || q.startsWith('rollback')) {
+        inTransaction = false;
+      } else {
+        counts.statements++;
+        if (!inTransaction) counts.implicitTransactions++;
+      }
+    },
+  };
+}
+
+async function sqlPhase(bench: Bench, count: number) {
+  const approval = sqlCounter();
+  const worker = sqlCounter();
+  const clientLedger = openLedger(bench.stack.databaseUrl, { max: 1, onStatement: approval.onStatement });
+  const workerLedger = openLedger(bench.stack.databaseUrl, { max: 1, onStatement: worker.onStatement });
+  const taskQueue = `bench-sql-${bench.tag}`;
+  const effects = new EffectLedgerClient({ client: bench.client, db: clientLedger.db, taskQueue });
+  try {
+    const inProcess = await createEffectWorker({
+      connection: bench.stack.env.nativeConnection,
+      namespace: bench.stack.namespace,
+      taskQueue,
+      workflowBundle: await bundleEffectWorkflows(),
+      db: workerLedger.db,
+      destinations: createDestinations({ providerUrl: bench.stack.simulator.url }),
+    });
+    const ended: Record<string, number> = {};
+    await inProcess.runUntil(async () => {
+      const bar = progressBar('sql (in-process worker)', count);
+      await pool(count, 5, async (i) => {
+        const effectId = `sql:${bench.tag}:${i}`;
+        await effects.approve(taskRequest(effectId, `request-${i}`));
+        const { stage } = await effects.result(effectId);
+        ended[stage] = (ended[stage] ?? 0) + 1;
+        bar.tick();
+      });
+      bar.stop();
+    });
+    const per = (n: number) => n / count;
+    const side = (c: SqlCounts) => ({
+      statements: per(c.statements),
+      transactions: per(c.transactions),
+      implicitTransactions: per(c.implicitTransactions),
+    });
+    const a = approval.counts;
+    const w = worker.counts;
+    return {
+      effects: count,
+      ended,
+      perEffect: {
+        approval: side(a),
+        worker: side(w),
+        total: side({
+          statements: a.statements + w.statements,
+          transactions: a.transactions + w.transactions,
+          implicitTransactions: a.implicitTransactions + w.implicitTransactions,
+        }),
+      },
+      note: 'statements exclude BEGIN/COMMIT/ROLLBACK; transactions = BEGIN count; implicitTransactions = statements sent outside BEGIN…COMMIT (each its own transaction)',
+    };
+  } finally {
+    await Promise.allSettled([clientLedger.close(), workerLedger.close()]);
+  }
+}
+
+// ---- waiting in unknown -------------------------------------------------------------------------------
+
+async function queueLostPosts(bench: Bench, count: number) {
+  // The provider resets the connection before storing the post: the send is UNKNOWN, readback finds
+  // nothing, and social-feed (no key) never retries by itself, so the effect waits for a human.
+  for (let left = count; left > 0; left -= 10_000) {
+    await bench.stack.simulator.fault('fail_before_commit', {
+      path: '/social/v1/posts',
+      count: Math.min(left, 10_000),
+    });
+  }
+}
+
+/**
+ * Approves the effects in batches, each let through once the previous ones reached `unknown` (a dev
+ * server swamped with thousands of fresh workflows times out its own persistence), then checks a sample
+ * awaits a human. Gives up only after `stallMs` without progress, however slow the machine.
+ */
+async function approveUntilWaiting(
+  bench: Bench,
+  effects: EffectLedgerClient,
+  prefix: string,
+  count: number,
+  stallMs = 180_000,
+) {
+  const batch = Math.max(100, config.concurrency * 5);
+  const bar = progressBar(`waiting: ${count} to unknown`, count);
+  let seen = 0;
+  try {
+    for (let from = 0; from < count; from += batch) {
+      const to = Math.min(count, from + batch);
+      await pool(to - from, config.concurrency, async (j) => {
+        await effects.approve(postRequest(`${prefix}${from + j}`, `bench post ${from + j}`));
+      });
+      let progressAt = Date.now();
+      for (;;) {
+        const rows = await bench.stack.ledger.sql<{ stage: string; n: number }[]>`
+          SELECT stage, count(*)::int AS n FROM effects WHERE effect_id LIKE ${`${prefix}%`} GROUP BY stage`;
+        const stages = Object.fromEntries(rows.map((r) => [r.stage, r.n]));
+        const unknown = stages.unknown ?? 0;
+        if (unknown > seen) progressAt = Date.now();
+        for (; seen < unknown; seen++) bar.tick();
+        if (unknown >= to) break;
+        if (Date.now() - progressAt > stallMs) {
+          throw new Error(
+            `no progress for ${stallMs / 1000} s towards ${to} effects in unknown: ${JSON.stringify(stages)}`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  } finally {
+    bar.stop();
+  }
+  const step = Math.max(1, Math.floor(count / 10));
+  const sample = Array.from({ length: Math.ceil(count / step) }, (_, i) => `${prefix}${i * step}`);
+  await waitFor(
+    async () => {
+      const views = await Promise.all(sample.map((id) => bench.effects.status(id)));
+      return views.every((v) => v.live?.awaiting?.startsWith('a human decision'));
+    },
+    'the waiting effects to await a human',
+    stallMs,
+  );
+}
+
+async function waitingPhase(bench: Bench) {
+  const n = config.waiting;
+  const workers = bench.workers.ledgered;
+  const before = workers.map((w) => memoryOf(w.child.pid));
+  for (const w of workers) resetPeak(w.child.pid);
+  const waiting = new EffectLedgerClient({
+    client: bench.client,
+    db: bench.stack.ledger.db,
+    taskQueue: bench.stack.taskQueue,
+    readbackIntervalMs: config.waitingIntervalMs,
+  });
+  await queueLostPosts(bench, n);
+  const started = performance.now();
+  await approveUntilWaiting(bench, waiting, `wait:${bench.tag}:`, n);
+  const settledSeconds = (performance.now() - started) / 1000;
+  log(`waiting: ${n} effects in unknown awaiting a human after ${settledSeconds.toFixed(0)} s`);
+  // Let the last workflow tasks finish, then read memory with all of them parked.
+  await new Promise((r) => setTimeout(r, 3000));
+  const after = workers.map((w) => memoryOf(w.child.pid));
+
+  // History growth: a few more effects read back every growthIntervalMs for growthWindowS.
+  const growthClient = new EffectLedgerClient({
+    client: bench.client,
+    db: bench.stack.ledger.db,
+    taskQueue: bench.stack.taskQueue,
+    readbackIntervalMs: config.growthIntervalMs,
+    // No continue-as-new inside the window: growth is measured within one run.
+    readbacksPerRun: 1_000_000,
+  });
+  const growthIds = Array.from({ length: config.growthEffects }, (_, i) => `growth:${bench.tag}:${i}`);
+  await queueLostPosts(bench, growthIds.length);
+  await approveUntilWaiting(bench, growthClient, `growth:${bench.tag}:`, growthIds.length);
+  const t0 = performance.now();
+  const first = await Promise.all(growthIds.map((id) => historyOf(bench.client, id)));
+  log(`waiting: measuring history growth for ${config.growthWindowS} s at a ${config.growthIntervalMs} ms interval`);
+  await new Promise((r) => setTimeout(r, config.growthWindowS * 1000));
+  const last = await Promise.all(growthIds.map((id) => historyOf(bench.client, id)));
+  const windowS = (performance.now() - t0) / 1000;
+  const same = first.flatMap((h, i) => {
+    const later = last[i];
+    return later && later.runId === h.runId ? [[h, later] as const] : [];
+  });
+  const bytes = same.reduce((s, [a, b]) => s + b.bytes - a.bytes, 0);
+  const events = same.reduce((s, [a, b]) => s + b.events - a.events, 0);
+  const readbacks = same.reduce((s, [a, b]) => s + b.readbacks - a.readbacks, 0);
+  const bytesPerReadback = readbacks ? bytes / readbacks : Number.NaN;
+  const measuredReadbacksPerHour = (readbacks / (same.length || 1) / windowS) * 3600;
+  // At the configured interval a readback's own duration (milliseconds) is negligible: one per interval.
+  const readbacksPerHour = 3_600_000 / config.waitingIntervalMs;
+  const listingPagesPerReadback = 2; // social-feed scans at most 100 posts, 50 per page
+  return {
+    effects: n,
+    readbackIntervalMs: config.waitingIntervalMs,
+    secondsToSettle: settledSeconds,
+    ledgeredWorkers: workers.map((_w, i) => ({
+      rssBeforeMiB: before[i]?.rssMiB,
+      rssWithWaitingMiB: after[i]?.rssMiB,
+      peakDuringPhaseMiB: after[i]?.peakMiB,
+    })),
+    growth: {
+      effects: same.length,
+      shortReadbackIntervalMs: config.growthIntervalMs,
+      windowSeconds: windowS,
+      eventsPerReadback: readbacks ? events / readbacks : Number.NaN,
+      historyBytesPerReadback: bytesPerReadback,
+      measuredReadbacksPerHourAtShortInterval: measuredReadbacksPerHour,
+      readbacksPerHourPerEffect: readbacksPerHour,
+      historyBytesPerEffectPerDay: bytesPerReadback * readbacksPerHour * 24,
+      readbackRequestsPerHourPerEffect: { atMost: readbacksPerHour * listingPagesPerReadback, listingPagesPerReadback },
+      scaling: `history bytes per readback cycle measured at a ${config.growthIntervalMs} ms interval over ${windowS.toFixed(0)} s, times the ${(86_400_000 / config.waitingIntervalMs).toFixed(0)} readbacks a day at ${config.waitingIntervalMs} ms; continue-as-new (every readbacksPerRun readbacks) bounds one run's history, not the bytes written per day`,
+    },
+  };
+}
+
+// ---- the whole bench ----------------------------------------------------------------------------------
+
+async function ensureWorkers(bench: Bench, kind: Kind, count: number) {
+  const list = bench.workers[kind];
+  while (list.length < count) {
+    list.push(
+      kind === 'ledgered'
+        ? await startWorkerProcess(bench.stack)
+        : await startBareWorkerProcess(bench.stack, bench.bareQueue),
+    );
+  }
+  while (list.length > count) await list.pop()?.kill();
+}
+
+const mean = (values: number[]) => values.reduce((s, v) => s + v, 0) / (values.length || 1);
+const fmt = (v: number | undefined, digits = 1) => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits));
+
+async function main() {
+  const started = new Date();
+  log(`config ${JSON.stringify(config)}`);
+  const stack = await startStack({ purpose: 'bench' });
+  const tag = randomBytes(3).toString('hex');
+  const bench: Bench = {
+    stack,
+    client: stack.env.client,
+    effects: stack.effects,
+    bareQueue: `bench-bare-${tag}`,
+    workers: { bare: [], ledgered: [] },
+    tag,
+  };
+  try {
+    await Promise.all([ensureWorkers(bench, 'ledgered', 1), ensureWorkers(bench, 'bare', 1)]);
+    const startup = {
+      ledgered: memoryOf(bench.workers.ledgered[0]?.child.pid),
+      bare: memoryOf(bench.workers.bare[0]?.child.pid),
+    };
+    log(`workers up; startup peak RSS (bundling included) ${JSON.stringify(startup)}`);
+
+    // Warm-up: workflow caches, connections, JIT. Not reported.
+    const warm = Math.min(config.concurrency, 10);
+    await run(bench, 'bare', 'warmup', warm, config.concurrency);
+    await run(bench, 'ledgered', 'warmup', warm, config.concurrency);
+
+    const main: RunResult[] = [];
+    for (let round = 1; round <= config.rounds; round++) {
+      const order: Kind[] = round % 2 === 1 ? ['bare', 'ledgered'] : ['ledgered', 'bare'];
+      for (const kind of order) main.push(await run(bench, kind, 'main', config.effects, config.concurrency, round));
+    }
+    const rounds = Array.from({ length: config.rounds }, (_, i) => {
+      const rate = (kind: Kind) =>
+        main.find((r) => r.round === i + 1 && r.kind === kind)?.effectsPerSecond ?? Number.NaN;
+      return {
+        round: i + 1,
+        bareEffectsPerSecond: rate('bare'),
+        ledgeredEffectsPerSecond: rate('ledgered'),
+        ratio: rate('ledgered') / rate('bare'),
+      };
+    });
+
+    const sample = (kind: Kind) =>
+      (main.find((r) => r.kind === kind && r.round === config.rounds)?.effectIds ?? []).slice(0, config.historySample);
+    const history = {
+      bare: await historyStats(bench.client, sample('bare')),
+      ledgered: await historyStats(bench.client, sample('ledgered')),
+    };
+
+    const sql = config.sqlEffects > 0 ? await sqlPhase(bench, config.sqlEffects) : null;
+
+    const byConcurrency: RunResult[] = [];
+    for (const c of config.concurrencyLevels) {
+      const count = Math.max(config.scalingEffects, c * 2);
+      for (const kind of ['bare', 'ledgered'] as const) byConcurrency.push(await run(bench, kind, `c${c}`, count, c));
+    }
+    const byWorkers: RunResult[] = [];
+    for (const k of config.workerCounts) {
+      await Promise.all([ensureWorkers(bench, 'bare', k), ensureWorkers(bench, 'ledgered', k)]);
+      for (const kind of ['bare', 'ledgered'] as const) {
+        byWorkers.push(await run(bench, kind, `w${k}`, config.scalingEffects, config.concurrency));
+      }
+    }
+    await Promise.all([ensureWorkers(bench, 'bare', 1), ensureWorkers(bench, 'ledgered', 1)]);
+
+    // A failed waiting phase must not lose the numbers above: its error goes into the report instead.
+    const waiting =
+      config.waiting > 0 ? await waitingPhase(bench).catch((error: Error) => ({ error: error.message })) : null;
+
+    // ---- report ----
+    const strip = ({ effectIds: _ids, latencies: _l, ...rest }: RunResult) => rest;
+    const allLatencies = (kind: Kind) => main.filter((r) => r.kind === kind).flatMap((r) => r.latencies);
+    const kinds = ['bare', 'ledgered'] as const;
+    const summaryOf = (kind: Kind) => {
+      const runs = main.filter((r) => r.kind === kind);
+      return {
+        meanEffectsPerSecond: mean(runs.map((r) => r.effectsPerSecond)),
+        latencyMs: summarize(allLatencies(kind)),
+        historyEventsPerEffect: history[kind].eventsPerEffect,
+        historyBytesPerEffect: history[kind].bytesPerEffect,
+        workerPeakRssMiB: Math.max(...runs.flatMap((r) => r.workerPeakRssMiB)),
+        workerStartupPeakRssMiB: startup[kind]?.peakMiB,
+        ended: runs.reduce<Record<string, number>>((acc, r) => {
+          for (const [k, v] of Object.entries(r.ended)) acc[k] = (acc[k] ?? 0) + v;
+          return acc;
+        }, {}),
+      };
+    };
+    const summary = { bare: summaryOf('bare'), ledgered: summaryOf('ledgered') };
+    const ratio = {
+      perRound: rounds.map((r) => r.ratio),
+      mean: mean(rounds.map((r) => r.ratio)),
+      ofMeans: summary.ledgered.meanEffectsPerSecond / summary.bare.meanEffectsPerSecond,
+    };
+    const result = {
+      startedAt: started.toISOString(),
+      finishedAt: new Date().toISOString(),
+      config,
+      machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+      summary,
+      ratio,
+      rounds,
+      runs: main.map(strip),
+      history: { ...history, note: 'fetchHistory of the last round, first --history-sample effects' },
+      sql,
+      scaling: { byConcurrency: byConcurrency.map(strip), byWorkerProcesses: byWorkers.map(strip) },
+      waiting,
+    };
+
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(resolve(outDir, 'bench.json'), `${JSON.stringify(result, null, 2)}\n`);
+    const series = (runs: RunResult[], x: (r: RunResult) => number): Series[] =>
+      kinds.map((kind) => ({
+        label: kind,
+        color: kind === 'bare' ? '#1f77b4' : '#d62728',
+        // Runs at the same x (the main rounds) are drawn as their mean.
+        points: [...new Set(runs.filter((r) => r.kind === kind).map(x))]
+          .sort((a, b) => a - b)
+          .map((v) => [v, mean(runs.filter((r) => r.kind === kind && x(r) === v).map((r) => r.effectsPerSecond))]),
+      }));
+    writeFileSync(
+      resolve(outDir, 'bench.svg'),
+      renderChart({
+        title: `effect-ledger bench: bare vs ledgered, ${config.effects} effects × ${config.rounds} rounds at concurrency ${config.concurrency}`,
+        latencies: kinds.map((kind) => ({
+          label: kind,
+          color: kind === 'bare' ? '#1f77b4' : '#d62728',
+          values: allLatencies(kind).sort((a, b) => a - b),
+        })),
+        throughputByConcurrency: series([...byConcurrency, ...main], (r) => r.concurrency),
+        throughputByWorkers: series(byWorkers, (r) => r.workerProcesses),
+      }),
+    );
+
+    const out: string[] = [];
+    out.push(
+      table(
+        ['run', 'effects/s', 'p50 ms', 'p95 ms', 'p99 ms', 'worker peak RSS MiB', 'ended'],
+        [...main, ...byConcurrency, ...byWorkers].map((r) => [
+          `${r.phase}${r.round ? ` r${r.round}` : ''} ${r.kind} c=${r.concurrency} w=${r.workerProcesses}`,
+          fmt(r.effectsPerSecond),
+          fmt(r.latencyMs.p50, 0),
+          fmt(r.latencyMs.p95, 0),
+          fmt(r.latencyMs.p99, 0),
+          r.workerPeakRssMiB.map((v) => fmt(v, 0)).join('/'),
+          Object.entries(r.ended)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', '),
+        ]),
+      ),
+      '',
+      table(
+        ['', 'bare', 'ledgered'],
+        [
+          [
+            'effects/s (mean of rounds)',
+            fmt(summary.bare.meanEffectsPerSecond),
+            fmt(summary.ledgered.meanEffectsPerSecond),
+          ],
+          [
+            'latency p50 / p95 / p99 ms',
+            ...kinds.map((k) => ['p50', 'p95', 'p99'].map((p) => fmt(summary[k].latencyMs[p as 'p50'], 0)).join(' / ')),
+          ],
+          ['history events per effect', fmt(history.bare.eventsPerEffect), fmt(history.ledgered.eventsPerEffect)],
+          ['history bytes per effect', fmt(history.bare.bytesPerEffect, 0), fmt(history.ledgered.bytesPerEffect, 0)],
+          ['worker peak RSS MiB (runs)', ...kinds.map((k) => fmt(summary[k].workerPeakRssMiB, 0))],
+          ['worker startup peak RSS MiB', ...kinds.map((k) => fmt(startup[k]?.peakMiB, 0))],
+        ],
+      ),
+      '',
+      `ratio ledgered/bare effects/s: per round ${ratio.perRound.map((r) => fmt(r, 2)).join(', ')}; mean ${fmt(ratio.mean, 2)}`,
+    );
+    if (sql) {
+      const t = sql.perEffect;
+      out.push(
+        `SQL per happy effect (${sql.effects} effects, in-process): statements ${fmt(t.total.statements)} ` +
+          `(approval ${fmt(t.approval.statements)}, worker ${fmt(t.worker.statements)}); explicit transactions ` +
+          `${fmt(t.total.transactions)} (approval ${fmt(t.approval.transactions)}, worker ${fmt(t.worker.transactions)}); ` +
+          `implicit single-statement transactions ${fmt(t.total.implicitTransactions)}`,
+      );
+    }
+    if (waiting && 'error' in waiting) out.push(`waiting phase failed: ${waiting.error}`);
+    else if (waiting) {
+      const g = waiting.growth;
+      out.push(
+        `waiting: ${waiting.effects} effects in unknown: ledgered worker RSS ${waiting.ledgeredWorkers.map((w) => `${fmt(w.rssBeforeMiB, 0)} → ${fmt(w.rssWithWaitingMiB, 0)} MiB (peak ${fmt(w.peakDuringPhaseMiB, 0)})`).join('; ')}`,
+        `  at a ${waiting.readbackIntervalMs / 1000} s readback interval: ${fmt(g.readbacksPerHourPerEffect)} readbacks/h/effect ` +
+          `(≤ ${fmt(g.readbackRequestsPerHourPerEffect.atMost)} listing requests/h), ${fmt(g.historyBytesPerReadback, 0)} history bytes ` +
+          `and ${fmt(g.eventsPerReadback)} events per readback → ${fmt(g.historyBytesPerEffectPerDay / 1024)} KiB history/effect/day`,
+        `  (${g.scaling})`,
+      );
+    }
+    out.push('', `wrote ${resolve(outDir, 'bench.json')} and bench.svg`);
+    process.stdout.write(`${out.join('\n')}\n`);
+  } finally {
+    await Promise.allSettled([...bench.workers.bare, ...bench.workers.ledgered].map((w) => w.kill()));
+    await stack.stop();
+  }
+}
+
+await main();
