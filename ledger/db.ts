@@ -26,7 +26,8 @@ export interface LedgerOptions {
 
 export function openLedger(url: string, options: LedgerOptions = {}): Ledger {
   const sql = postgres(url, {
-    max: options.max ?? 5,
+    // As wide as the concurrency that uses it at once: 20 approvals or activities in flight queue on 5.
+    max: options.max ?? 10,
     onnotice: () => {},
     debug: options.onStatement ? (_connection, query) => options.onStatement?.(query) : undefined,
   });
