@@ -7,6 +7,18 @@ export PATH="/usr/local/go/bin:$PWD/bin:$PATH"
 
 step() { printf '\033[1m▸ %s\033[0m\n' "$*" >&2; }
 
+# 0. The Temporal CLI build takes minutes on a cold Go cache: start it first, in the background, while npm,
+#    PostgreSQL and Chromium set up (step 4 waits for it). Only when no CLI is found where step 4 looks.
+cli_version=$(sed -n 's/^  version: \(v[0-9.]*\).*/\1/p' temporal.yaml | head -n 1)
+cli_build_log=$(mktemp)
+cli_build_pid=
+if [ -z "${TEMPORAL_CLI:-}" ] && ! command -v temporal >/dev/null && [ ! -x bin/temporal ] && command -v go >/dev/null; then
+  step "building the Temporal CLI ${cli_version} in the background (go install)"
+  mkdir -p bin
+  (GOBIN="$PWD/bin" GOFLAGS="-buildvcs=false" go install "github.com/temporalio/cli/cmd/temporal@${cli_version}" >"$cli_build_log" 2>&1) &
+  cli_build_pid=$!
+fi
+
 # 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "npm ci"
@@ -42,4 +54,8 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "${SKIP_CHROMIUM:-}" != 1
 fi
 
 # 4. The Temporal CLI (dev server + Web UI): TEMPORAL_CLI, PATH, bin/, else go install (cached by Go).
+if [ -n "$cli_build_pid" ]; then
+  wait "$cli_build_pid" || { cat "$cli_build_log" >&2; echo "building the Temporal CLI failed" >&2; }
+fi
+rm -f "$cli_build_log"
 step "Temporal CLI: $(npx tsx harness/temporal-cli.ts)"
