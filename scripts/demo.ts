@@ -112,6 +112,9 @@ const stop = () => {
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);
+// `npm run demo` runs us under a shell that does not pass SIGTERM on: when our parent goes, we go too.
+const parent = process.ppid;
+setInterval(() => process.ppid !== parent && stop(), 1000).unref();
 
 process.stdout.write(`Provider simulator at ${simulator.url}\n\n`);
 for (const { note, ...request } of approvals) {
@@ -147,7 +150,7 @@ await effects.approve({
 const handle = env.client.workflow.getHandle(stuckId);
 for (
   let waited = 0;
-  waited < 60_000 && !(await handle.query(statusQuery)).awaiting?.startsWith('a human decision');
+  waited < 60_000 && !/a human decision|in flight/.test((await handle.query(statusQuery)).awaiting ?? '');
   waited += 200
 ) {
   await new Promise((resolve) => setTimeout(resolve, 200));
