@@ -124,6 +124,7 @@ export async function audit(sql: Sql, options: AuditOptions): Promise<AuditRepor
       .map((e) => [e.effectId, e]),
   );
   const allEffects = new Map(rows.effects.map((e) => [e.effectId, e]));
+  const destinationOf = (effectId: string) => allEffects.get(effectId)?.destination ?? '?';
   const release = new Map<string, { revision: number; bodySha256: string }>();
   for (const r of rows.releases) {
     const seen = release.get(r.effectId);
@@ -221,7 +222,8 @@ export async function audit(sql: Sql, options: AuditOptions): Promise<AuditRepor
         );
       const fact = facts.get(effectId);
       if (!fact) {
-        const effect = effects.get(effectId)!;
+        const effect = effects.get(effectId);
+        if (!effect) continue;
         const view = views.get(effectId);
         // Still being worked on: its workflow runs and will record (or a person will decide).
         if (!isTerminal(effect.stage as EffectStage) && view?.status === 'RUNNING' && !options.requireSettled) continue;
@@ -274,7 +276,7 @@ export async function audit(sql: Sql, options: AuditOptions): Promise<AuditRepor
             add(
               'foreign_key',
               owner,
-              allEffects.get(owner)!.destination,
+              destinationOf(owner),
               `request at ${request.at.toISOString()} carried key ${JSON.stringify(request.idempotencyKey)}`,
             );
           effectId = owner ?? null;
@@ -297,7 +299,7 @@ export async function audit(sql: Sql, options: AuditOptions): Promise<AuditRepor
           add(
             'request_before_attempt',
             effectId,
-            allEffects.get(effectId)!.destination,
+            destinationOf(effectId),
             `request #${index + 1} arrived ${request.at.toISOString()} with only ${before} attempt row(s) started before it`,
           );
       });
