@@ -65,7 +65,14 @@ export async function readLedgerRows(sql: Sql): Promise<LedgerRows> {
     sql<LedgerRows['attempts']>`SELECT effect_id AS "effectId", idempotency_key AS "idempotencyKey",
       started_at AS "startedAt" FROM attempts`,
   ]);
-  return { effects, releases, facts, attempts };
+  // drizzle's postgres.js driver leaves timestamps as text: make them dates here.
+  const date = (value: Date | string) => (value instanceof Date ? value : new Date(value));
+  return {
+    effects: effects.map((e) => ({ ...e, approvedAt: date(e.approvedAt), stageChangedAt: date(e.stageChangedAt) })),
+    releases: [...releases],
+    facts: [...facts],
+    attempts: attempts.map((a) => ({ ...a, startedAt: date(a.startedAt) })),
+  };
 }
 
 export interface AuditOptions {

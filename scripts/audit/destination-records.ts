@@ -30,10 +30,19 @@ interface RawObject {
   idempotency_key?: string | null;
 }
 
-async function getJson<T>(url: string): Promise<T> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(30_000) });
-  if (!response.ok) throw new Error(`GET ${url} answered ${response.status}`);
-  return (await response.json()) as T;
+/** A GET; a 5xx or a dropped connection is transient and tried again a few times. */
+async function getJson<T>(url: string, tries = 4): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+      if (response.ok) return (await response.json()) as T;
+      await response.body?.cancel();
+      if (response.status < 500 || attempt >= tries) throw new Error(`GET ${url} answered ${response.status}`);
+    } catch (error) {
+      if (attempt >= tries || (error as Error).message.includes('answered 4')) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+  }
 }
 
 function toObject(destination: string, raw: RawObject, keyed: boolean): DestinationObject {

@@ -1,0 +1,293 @@
+// One chaos run and its verdict: generated steps against the real stack (fast-check model-based commands),
+// then a settle phase that only waits (it approves and decides nothing: the system must heal on its own),
+// then the invariants, read from the ledger, the destinations' own records, Temporal and the provider's
+// request log. Used by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
+import fc from 'fast-check';
+import { type AuditReport, audit } from '../audit/audit.js';
+import { destinationRecords } from '../audit/destination-records.js';
+import { readRequestLog } from '../audit/request-log.js';
+import { temporalProbe } from '../audit/workflow-probe.js';
+import { chaosCommands, isTerminalStage, type Model, newModel, type Real, type Violation } from './commands.js';
+import { ChaosStack, type ChaosStackOptions } from './stack.js';
+
+export interface ChaosOptions {
+  /** Effects approved per run (approximately: the generator stops approving at this many). */
+  effects: number;
+  /** Worker SIGKILLs per run at most. */
+  kills: number;
+  devRestarts: number;
+  /** Approvers killed between the ledger write and the workflow start, per run at most. */
+  dies: number;
+  terminations: number;
+  seeds: number;
+  seed?: number;
+  path?: string;
+  replayPath?: string;
+  workers: number;
+  callTimeoutMs: number;
+  /** How long the settle phase waits at most for every effect to finish or wait for a person. */
+  settleMs: number;
+  /** How long effects with no running workflow are given to be resumed (the reconciler's period). */
+  reconcileMs: number;
+  /** Time for shrinking a failure (0: report the first failing step list as is). */
+  shrinkMs: number;
+  stackOptions?: Partial<ChaosStackOptions>;
+  log: (line: string) => void;
+}
+
+export interface RunVerdict {
+  prefix: string;
+  steps: number;
+  effects: number;
+  counts: Record<string, number>;
+  stackStats: ChaosStack['stats'];
+  audit: AuditReport;
+  violations: Violation[];
+  /** Effects with no running workflow, and how each came to be so (expected until the reconciler lands). */
+  stuck: Array<{ effectId: string; story: string }>;
+  notes: string[];
+  settledInMs: number;
+  settleTimedOut: boolean;
+}
+
+export interface SeedOutcome {
+  seed: number;
+  failed: boolean;
+  runs: number;
+  path?: string;
+  /** The (shrunk) failing step list. */
+  counterexample?: string;
+  verdict?: RunVerdict;
+  /** The first (unshrunk) failing run's verdict. */
+  firstFailure?: RunVerdict;
+  error?: string;
+  wallMs: number;
+}
+
+/** Which invariant violations fail a run (stuck is reported, but tolerated when the run itself caused it). */
+export function violationsOf(v: RunVerdict): Violation[] {
+  const expectedStuck = new Set(v.stuck.filter((s) => s.story !== 'unexplained').map((s) => s.effectId));
+  const fromAudit = v.audit.findings
+    .filter((f) => !(f.kind === 'stuck' && f.effectId && expectedStuck.has(f.effectId)))
+    .map((f) => ({ kind: f.kind, effectId: f.effectId, detail: f.detail }));
+  return [...v.violations, ...fromAudit];
+}
+
+/** Waits (bounded) until every effect of the run is terminal or visibly waiting for a person; touches nothing. */
+export async function settle(
+  stack: ChaosStack,
+  prefix: string,
+  options: { settleMs: number; reconcileMs: number; log: (line: string) => void },
+): Promise<{ ms: number; timedOut: boolean }> {
+  const started = Date.now();
+  const probe = temporalProbe(stack.client, 5000);
+  let lastLine = '';
+  for (;;) {
+    const rows = await stack.ledger.sql<{ effectId: string; stage: string }[]>`
+      SELECT effect_id AS "effectId", stage FROM effects WHERE effect_id LIKE ${`${prefix}-%`}`;
+    const open = rows.filter((r) => !isTerminalStage(r.stage));
+    let waiting = 0;
+    let notRunning = 0;
+    let moving = 0;
+    for (const row of open) {
+      const view = await probe(row.effectId).catch(
+        () => ({ status: 'UNREACHABLE' }) as { status: string; awaiting?: string },
+      );
+      if (view.status !== 'RUNNING') notRunning++;
+      else if (view.awaiting) waiting++;
+      else moving++;
+    }
+    const elapsed = Date.now() - started;
+    const line = `settling: ${rows.length - open.length} terminal, ${waiting} waiting for a person, ${moving} moving, ${notRunning} with no running workflow`;
+    if (line !== lastLine) options.log(`${line} (${Math.round(elapsed / 1000)} s)`);
+    lastLine = line;
+    if (moving === 0 && notRunning === 0) return { ms: elapsed, timedOut: false };
+    if (moving === 0 && elapsed >= options.reconcileMs) return { ms: elapsed, timedOut: false };
+    if (elapsed >= options.settleMs) return { ms: elapsed, timedOut: true };
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+/** The invariants after settling. */
+export async function verify(
+  stack: ChaosStack,
+  real: Real,
+  model: Model | null,
+  settled: { ms: number; timedOut: boolean },
+  steps: number,
+): Promise<RunVerdict> {
+  const prefix = real.prefix;
+  // Faults still queued would hit the audit's own reads: the provider is healthy again for the verdict.
+  await fetch(`${stack.simulator.url}/_control/faults`, { method: 'DELETE' });
+  const report = await audit(stack.ledger.sql, {
+    destinations: destinationRecords(stack.simulator.url),
+    workflows: temporalProbe(stack.client, 5000),
+    requestLog: await readRequestLog(stack.simulator.url),
+    effectFilter: (id) => id.startsWith(`${prefix}-`),
+    requireSettled: true,
+  });
+  // Approvals that answered but left nothing in the ledger would be lost too.
+  const violations = [...real.violations];
+  if (model) {
+    const inLedger = new Set(
+      (
+        await stack.ledger.sql<
+          { effectId: string }[]
+        >`SELECT effect_id AS "effectId" FROM effects WHERE effect_id LIKE ${`${prefix}-%`}`
+      ).map((r) => r.effectId),
+    );
+    for (const e of model.effects)
+      if (e.origin === 'approved' && !inLedger.has(e.effectId) && !real.notes.some((n) => n.includes(e.effectId)))
+        violations.push({ kind: 'lost', effectId: e.effectId, detail: 'approved, but the ledger has no row' });
+  }
+  const stuck = report.findings
+    .filter((f) => f.kind === 'stuck' && f.effectId)
+    .map((f) => {
+      const effect = model?.effects.find((e) => e.effectId === f.effectId);
+      const story = !effect
+        ? 'unexplained'
+        : effect.origin === 'died-at-start'
+          ? 'its approver was killed between the ledger write and the workflow start; nothing resumed it'
+          : effect.origin === 'died-race'
+            ? 'its approver was killed right after the ledger write (before the start left); nothing resumed it'
+            : effect.terminated
+              ? 'its run was terminated from the outside; nothing resumed it'
+              : 'unexplained';
+      return { effectId: f.effectId as string, story: `${story} (${f.detail})` };
+    });
+  return {
+    prefix,
+    steps,
+    effects: model?.effects.length ?? 0,
+    counts: real.counts,
+    stackStats: { ...stack.stats },
+    audit: report,
+    violations,
+    stuck,
+    notes: real.notes,
+    settledInMs: settled.ms,
+    settleTimedOut: settled.timedOut,
+  };
+}
+
+export function summarize(v: RunVerdict): string[] {
+  const c = v.audit.counts;
+  const failing = violationsOf(v);
+  const lost = c.lost + v.violations.filter((x) => x.kind === 'lost').length;
+  return [
+    `run ${v.prefix}: ${v.steps} steps, ${v.effects} effects; settled in ${Math.round(v.settledInMs / 1000)} s${v.settleTimedOut ? ' (TIMED OUT)' : ''}`,
+    `  did: ${Object.entries(v.counts)
+      .sort()
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+    `  stack: ${v.stackStats.workerKills} worker SIGKILLs, ${v.stackStats.workerRestarts} worker restarts (${v.stackStats.workerCrashes} died on their own), ${v.stackStats.devServerRestarts} dev-server restarts, ${v.stackStats.pgTerminations} pg connections terminated`,
+    `  invariants: duplicates ${c.duplicate}, lost ${lost}, stuck ${c.stuck} (explained by the run: ${v.stuck.filter((s) => !s.story.startsWith('unexplained')).length}), ` +
+      `objects without a fact ${c.object_without_fact + c.object_without_effect}, facts without their object ${c.fact_object_missing + c.fact_object_differs}, ` +
+      `keys not from the effect ID ${c.foreign_key}, requests before their attempt row ${v.audit.checked.requests === null ? 'not checked' : c.request_before_attempt}, ` +
+      `door violations ${v.violations.filter((x) => x.kind.endsWith('_door')).length}`,
+    `  checked: ${v.audit.checked.effects} effects, ${v.audit.checked.facts} facts, ${v.audit.checked.objects} objects, ${v.audit.checked.workflows ?? '-'} workflows, ${v.audit.checked.requests ?? '-'} provider requests`,
+    ...v.audit.skipped.map((s) => `  skipped ${s}`),
+    ...v.stuck.map((s) => `  stuck ${s.effectId}: ${s.story}`),
+    ...failing.map((f) => `  VIOLATION ${f.kind} ${f.effectId ?? '-'}: ${f.detail}`),
+    ...v.notes.slice(0, 20).map((n) => `  note: ${n}`),
+  ];
+}
+
+/** Runs `seeds` seeds (or the one given), one fast-check property run each, shrinking a failure within shrinkMs. */
+export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
+  const stack = new ChaosStack({
+    workers: options.workers,
+    callTimeoutMs: options.callTimeoutMs,
+    readbackIntervalMs: 3000,
+    readbacksPerRun: 10,
+    log: options.log,
+    ...options.stackOptions,
+  });
+  const outcomes: SeedOutcome[] = [];
+  await stack.start();
+  try {
+    const firstSeed = options.seed ?? Date.now() % 2_147_483_647;
+    for (let i = 0; i < (options.seed !== undefined ? 1 : options.seeds); i++) {
+      const seed = firstSeed + i;
+      const started = Date.now();
+      options.log(`seed ${seed}: starting (replay: npm run chaos -- --seed ${seed})`);
+      let runs = 0;
+      let last: RunVerdict | undefined;
+      let firstFailure: RunVerdict | undefined;
+      let lastFailure: RunVerdict | undefined;
+      const limits = {
+        effects: options.effects,
+        kills: options.kills,
+        devRestarts: options.devRestarts,
+        dies: options.dies,
+        terminations: options.terminations,
+      };
+      const property = fc.asyncProperty(
+        fc.commands(chaosCommands(), {
+          maxCommands: Math.max(10, options.effects * 5),
+          size: 'max',
+          ...(options.replayPath ? { replayPath: options.replayPath } : {}),
+        }),
+        async (cmds) => {
+          runs++;
+          const prefix = `chaos-${seed}-${runs}`;
+          await stack.reset(`${seed}-${runs}`);
+          const real: Real = {
+            stack,
+            prefix,
+            violations: [],
+            notes: [],
+            counts: {},
+            log: (line) => options.log(`  ${line}`),
+          };
+          const model = newModel(limits);
+          let steps = 0;
+          const counted = [...cmds].length;
+          options.log(`run ${runs} (${prefix}): up to ${counted} steps`);
+          await fc.asyncModelRun(() => ({ model, real }), cmds);
+          steps = counted;
+          await stack.quiesce();
+          const settled = await settle(stack, prefix, { ...options, log: (line) => options.log(`  ${line}`) });
+          const verdict = await verify(stack, real, model, settled, steps);
+          last = verdict;
+          for (const line of summarize(verdict)) options.log(line);
+          const failing = violationsOf(verdict);
+          if (failing.length) {
+            firstFailure ??= verdict;
+            lastFailure = verdict;
+            throw new Error(`${failing.length} violation(s): ${[...new Set(failing.map((f) => f.kind))].join(', ')}`);
+          }
+        },
+      );
+      const result = await fc.check(property, {
+        seed,
+        numRuns: 1,
+        ...(options.path ? { path: options.path } : {}),
+        ...(options.shrinkMs > 0 ? { interruptAfterTimeLimit: options.shrinkMs } : { endOnFailure: true }),
+      });
+      outcomes.push({
+        seed,
+        failed: result.failed,
+        runs,
+        ...(result.failed
+          ? {
+              path: result.counterexamplePath ?? undefined,
+              counterexample: result.counterexample ? String(result.counterexample[0]) : undefined,
+              error:
+                result.errorInstance instanceof Error
+                  ? result.errorInstance.message
+                  : String(result.errorInstance ?? ''),
+            }
+          : {}),
+        ...((result.failed ? lastFailure : last)
+          ? { verdict: (result.failed ? lastFailure : last) as RunVerdict }
+          : {}),
+        ...(firstFailure ? { firstFailure } : {}),
+        wallMs: Date.now() - started,
+      });
+    }
+  } finally {
+    await stack.stop();
+  }
+  return outcomes;
+}
