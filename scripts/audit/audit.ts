@@ -45,6 +45,11 @@ export interface WorkflowView {
 }
 export type WorkflowProbe = (effectId: string) => Promise<WorkflowView>;
 
+/** Is the workflow visibly waiting for a person (its status query's `awaiting` asks for a human decision)? */
+export function waitsForPerson(view: WorkflowView): boolean {
+  return view.status === 'RUNNING' && /human|person|decision/i.test(view.awaiting ?? '');
+}
+
 /** The rows of the ledger the audit needs, read by one plain query each. */
 export interface LedgerRows {
   effects: Array<{ effectId: string; destination: string; stage: string; approvedAt: Date; stageChangedAt: Date }>;
@@ -170,12 +175,18 @@ export async function audit(sql: Sql, options: AuditOptions): Promise<AuditRepor
         stage: view.stage ?? effect.stage,
         awaiting: view.awaiting ?? null,
       });
-      if (options.requireSettled && !(view.awaiting && view.awaiting.trim().length > 0))
+      // A settled effect may be caught mid-readback: look again a few times before calling it lost.
+      let settled = waitsForPerson(view);
+      for (let look = 0; options.requireSettled && !settled && look < 3; look++) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        settled = waitsForPerson(await options.workflows(effect.effectId));
+      }
+      if (options.requireSettled && !settled)
         add(
           'lost',
           effect.effectId,
           effect.destination,
-          `stage ${view.stage ?? effect.stage}, workflow running but awaiting nothing a person can act on`,
+          `stage ${view.stage ?? effect.stage}, workflow running, not waiting for a person (awaiting: ${view.awaiting ?? 'nothing'})`,
         );
     }
   } else {

@@ -16,8 +16,10 @@ export function temporalProbe(client: Client, queryTimeoutMs = 10_000): Workflow
     }
     if (status !== 'RUNNING') return { status };
     try {
+      const query = handle.query(statusQuery);
+      query.catch(() => {}); // a query outliving the timeout must not become an unhandled rejection
       const view = await Promise.race([
-        handle.query(statusQuery),
+        query,
         new Promise<never>((_, reject) =>
           setTimeout(() => reject(new Error('query timed out')), queryTimeoutMs).unref(),
         ),

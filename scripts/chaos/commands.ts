@@ -11,6 +11,7 @@ import { isTerminal } from '../../domain/stages.js';
 import { FAULT_KINDS, type FaultKind } from '../../harness/simulator/faults.js';
 import { EffectConflictError, InvalidEffectRequestError } from '../../ledger/errors.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../../workflows/contract.js';
+import { waitsForPerson } from '../audit/audit.js';
 import { keyedApiRecords, socialFeedRecords } from '../audit/destination-records.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
 import type { ChaosStack } from './stack.js';
@@ -487,7 +488,7 @@ class Decide extends Step {
       return this.send(r, effectId, 'approve-retry', payload, true);
     }
     const view = await temporalProbe(r.stack.client)(effectId);
-    if (!view.awaiting) return; // the guide: act on what an effect says it awaits
+    if (!waitsForPerson(view) || !view.awaiting) return; // the guide: act when the effect asks for a person
     const [release] = await r.stack.ledger.sql<{ body: string }[]>`
       SELECT body_sha256 AS body FROM releases WHERE effect_id = ${effectId} ORDER BY revision DESC LIMIT 1`;
     const records =
