@@ -20,7 +20,6 @@ const opts = new Command('chaos')
   .option('--seeds <n>', 'how many seeds to run', int, 1)
   .option('--seed <n>', 'run this seed (replay)', int)
   .option('--path <path>', "fast-check's path of a shrunk counterexample (with --seed)")
-  .option('--replay-path <path>', "fast-check's commands replayPath (with --seed and --path)")
   .option('--workers <n>', 'worker processes', int, 2)
   .option('--dev-restarts <n>', 'Temporal dev-server restarts per run at most', int)
   .option('--dies <n>', 'approvers killed after the ledger write per run at most', int)
@@ -38,7 +37,6 @@ const opts = new Command('chaos')
     seeds: number;
     seed?: number;
     path?: string;
-    replayPath?: string;
     workers: number;
     devRestarts?: number;
     dies?: number;
@@ -63,7 +61,6 @@ const outcomes = await runChaos({
   seeds: opts.seeds,
   ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
   ...(opts.path ? { path: opts.path } : {}),
-  ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
   workers: Math.max(2, opts.workers),
   callTimeoutMs: opts.callTimeoutMs,
   settleMs: (opts.settleSeconds ?? (quick ? 90 : 180)) * 1000,

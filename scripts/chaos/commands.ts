@@ -97,7 +97,7 @@ function pick<T>(list: readonly T[], index: number): T | undefined {
   return list.length ? list[index % list.length] : undefined;
 }
 
-abstract class Step implements fc.AsyncCommand<Model, Real> {
+export abstract class Step implements fc.AsyncCommand<Model, Real> {
   check(_m: Readonly<Model>): boolean {
     return true;
   }
@@ -570,8 +570,19 @@ class Decide extends Step {
   }
 }
 
+/**
+ * A run's step list: `length` slots, each a step or (rarely) empty. Shrinking empties slots, so a shrunk list
+ * is the failing run with steps taken out. (fc.commands' lengths are uniform over 0..max, which made runs
+ * of 2 steps as likely as runs of 100; a fixed number of slots keeps a run's size near what was asked.)
+ */
+export function chaosSteps(length: number): fc.Arbitrary<Step[]> {
+  return fc
+    .array(fc.option(fc.oneof(...chaosCommands()), { freq: 40, nil: null }), { minLength: length, maxLength: length })
+    .map((slots) => slots.filter((step): step is Step => step !== null));
+}
+
 /** The generated steps; weights shape a run: mostly approvals and faults, a few kills and restarts. */
-export function chaosCommands() {
+export function chaosCommands(): fc.Arbitrary<Step>[] {
   const kinds = fc.constantFrom<EffectKind>('refund', 'task', 'post', 'post', 'task', 'refund-refused');
   const approve = fc
     .tuple(kinds, fc.constantFrom(1, 1, 1, 2, 3), fc.constantFrom(...TITLES))
@@ -593,7 +604,7 @@ export function chaosCommands() {
     )
     .map(([s, v, i]) => new Decide(s, v, i));
   const pause = fc.integer({ min: 200, max: 2500 }).map((ms) => new Pause(ms));
-  // fc.commands picks among the arbitraries uniformly: repeating one weighs it.
+  // Picked uniformly: repeating an arbitrary weighs it.
   return [
     ...Array.from({ length: 9 }, () => approve),
     ...Array.from({ length: 4 }, () => fault),

@@ -7,7 +7,7 @@ import { type AuditReport, audit, waitsForPerson } from '../audit/audit.js';
 import { destinationRecords } from '../audit/destination-records.js';
 import { readRequestLog } from '../audit/request-log.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
-import { chaosCommands, isTerminalStage, type Model, newModel, type Real, type Violation } from './commands.js';
+import { chaosSteps, isTerminalStage, type Model, newModel, type Real, type Violation } from './commands.js';
 import { ChaosStack, type ChaosStackOptions } from './stack.js';
 
 export interface ChaosOptions {
@@ -24,7 +24,6 @@ export interface ChaosOptions {
   /** Exactly these seeds (the test's fixed ones); overrides seeds/seed. */
   seedList?: number[];
   path?: string;
-  replayPath?: string;
   workers: number;
   callTimeoutMs: number;
   /** How long the settle phase waits at most for every effect to finish or wait for a person. */
@@ -241,43 +240,36 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         dies: options.dies,
         terminations: options.terminations,
       };
-      const property = fc.asyncProperty(
-        fc.commands(chaosCommands(), {
-          maxCommands: Math.max(10, options.effects * 5),
-          size: 'max',
-          ...(options.replayPath ? { replayPath: options.replayPath } : {}),
-        }),
-        async (cmds) => {
-          runs++;
-          const prefix = `chaos-${seed}-${runs}`;
-          await stack.reset(`${seed}-${runs}`);
-          const real: Real = {
-            stack,
-            prefix,
-            violations: [],
-            notes: [],
-            counts: {},
-            log: (line) => options.log(`  ${line}`),
-          };
-          const model = newModel(limits);
-          let steps = 0;
-          const counted = [...cmds].length;
-          options.log(`run ${runs} (${prefix}): up to ${counted} steps`);
-          await fc.asyncModelRun(() => ({ model, real }), cmds);
-          steps = counted;
-          await stack.quiesce();
-          const settled = await settle(stack, prefix, { ...options, log: (line) => options.log(`  ${line}`) });
-          const verdict = await verify(stack, real, model, settled, steps);
-          last = verdict;
-          for (const line of summarize(verdict)) options.log(line);
-          const failing = violationsOf(verdict);
-          if (failing.length) {
-            firstFailure ??= verdict;
-            lastFailure = verdict;
-            throw new Error(`${failing.length} violation(s): ${[...new Set(failing.map((f) => f.kind))].join(', ')}`);
-          }
-        },
-      );
+      const property = fc.asyncProperty(chaosSteps(Math.max(10, options.effects * 3)), async (cmds) => {
+        runs++;
+        const prefix = `chaos-${seed}-${runs}`;
+        await stack.reset(`${seed}-${runs}`);
+        const real: Real = {
+          stack,
+          prefix,
+          violations: [],
+          notes: [],
+          counts: {},
+          log: (line) => options.log(`  ${line}`),
+        };
+        const model = newModel(limits);
+        let steps = 0;
+        const counted = [...cmds].length;
+        options.log(`run ${runs} (${prefix}): up to ${counted} steps`);
+        await fc.asyncModelRun(() => ({ model, real }), cmds);
+        steps = counted;
+        await stack.quiesce();
+        const settled = await settle(stack, prefix, { ...options, log: (line) => options.log(`  ${line}`) });
+        const verdict = await verify(stack, real, model, settled, steps);
+        last = verdict;
+        for (const line of summarize(verdict)) options.log(line);
+        const failing = violationsOf(verdict);
+        if (failing.length) {
+          firstFailure ??= verdict;
+          lastFailure = verdict;
+          throw new Error(`${failing.length} violation(s): ${[...new Set(failing.map((f) => f.kind))].join(', ')}`);
+        }
+      });
       const result = await fc.check(property, {
         seed,
         numRuns: 1,
