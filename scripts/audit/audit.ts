@@ -125,7 +125,11 @@ export function effectOfKey(key: string): string | null {
 const EFFECTFUL_PATHS = ['/v1/objects', '/social/v1/posts'];
 
 export async function audit(sql: Sql, options: AuditOptions): Promise<AuditReport> {
-  const rows = await readLedgerRows(sql);
+  return auditRows(await readLedgerRows(sql), options);
+}
+
+/** The audit over ledger rows already read (what the unit test feeds it). */
+export async function auditRows(rows: LedgerRows, options: AuditOptions): Promise<AuditReport> {
   const since = options.since;
   const inScope = (effectId: string, destination: string) =>
     (!options.destination || destination === options.destination) &&
