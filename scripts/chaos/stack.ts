@@ -89,6 +89,7 @@ export class ChaosStack {
   /** A fresh world for one run: a new database, an emptied provider, a new task queue, fresh workers. */
   async reset(tag: string): Promise<void> {
     await this.stopWorkers();
+    for (const key of Object.keys(this.stats) as (keyof ChaosStack['stats'])[]) this.stats[key] = 0;
     await this.ledger?.close();
     if (this.dbName) await this.dropDatabase();
     await fetch(`${this.simulator.url}/_control/reset`, { method: 'POST' });
