@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { keyedApiRecords } from '../scripts/audit/destination-records.js';
-import type { Real } from '../scripts/chaos/commands.js';
+import { newReal, type Real } from '../scripts/chaos/commands.js';
 import {
   explainedStuck,
   type RunVerdict,
@@ -90,7 +90,7 @@ describe('the checker bites on broken variants', () => {
     stack.options.workerEnv = { CHAOS_VARIANT: variant };
     const prefix = `variant-${variant}`;
     await stack.reset(variant);
-    const real: Real = { stack, prefix, violations: [], notes: [], counts: {}, log };
+    const real = newReal(stack, prefix, log);
     await scenario(real);
     const settled = await settle(stack, prefix, { settleMs: 30_000, reconcileMs: 5_000, log });
     const verdict = await verify(stack, real, null, settled, 0);

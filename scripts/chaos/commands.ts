@@ -51,7 +51,24 @@ export interface Real {
   /** Things that happened to the harness, not to the system (a step that could not run). */
   notes: string[];
   counts: Record<string, number>;
+  /** What the run did to each effect, with when: the raw material of a violation's story. */
+  touched: Array<{ at: Date; effectId: string; what: string }>;
+  touch(effectId: string, what: string): void;
   log(line: string): void;
+}
+
+export function newReal(stack: ChaosStack, prefix: string, log: (line: string) => void): Real {
+  const touched: Real['touched'] = [];
+  return {
+    stack,
+    prefix,
+    violations: [],
+    notes: [],
+    counts: {},
+    touched,
+    touch: (effectId, what) => touched.push({ at: new Date(), effectId, what }),
+    log,
+  };
 }
 
 export function newModel(limits: Model['limits']): Model {
@@ -314,6 +331,7 @@ class DieAfterLedgerWrite extends Step {
     const how = await exited;
     const rows = await r.stack.ledger.sql`SELECT stage FROM effects WHERE effect_id = ${effectId}`;
     r.log(`approver of ${effectId} ended by ${how}; ledger row: ${rows.length ? rows[0]?.stage : 'none'}`);
+    r.touch(effectId, `approver killed after the ledger write (${this.mode})`);
     if (how !== 'SIGKILL' && how !== '0') r.notes.push(`approver of ${effectId} exited ${how}: ${stderr.slice(-300)}`);
   }
   toString() {
@@ -418,6 +436,7 @@ class TerminateRun extends Step {
     try {
       await r.stack.client.workflow.getHandle(effect.effectId).terminate('chaos: terminated from the outside');
       effect.terminated = true;
+      r.touch(effect.effectId, 'run terminated from the outside');
       bump(r, 'runs terminated from the outside');
       r.log(`terminated the run of ${effect.effectId}`);
     } catch (error) {
@@ -446,13 +465,14 @@ class Pause extends Step {
 
 const OPERATOR = 'ops@example.com';
 type DecisionPayload = { actor: string; reason: string; externalId?: string };
-const GARBAGE: unknown[] = [
-  {},
-  { actor: '', reason: 'x' },
-  'approve it',
-  { actor: OPERATOR, reason: 'x', extra: true },
-  { actor: OPERATOR, reason: 'found it' }, // a confirm without evidence
-  null,
+/** Payloads no decision may accept, each with the decision it is sent as. */
+const GARBAGE: Array<{ kind: 'approve-retry' | 'confirm-delivery'; payload: unknown }> = [
+  { kind: 'approve-retry', payload: {} },
+  { kind: 'approve-retry', payload: { actor: '', reason: 'x' } },
+  { kind: 'confirm-delivery', payload: 'approve it' },
+  { kind: 'approve-retry', payload: { actor: OPERATOR, reason: 'x', extra: true } },
+  { kind: 'confirm-delivery', payload: { actor: OPERATOR, reason: 'found it' } }, // a confirm without evidence
+  { kind: 'approve-retry', payload: null },
 ];
 
 /**
@@ -518,6 +538,7 @@ class Decide extends Step {
     via = this.via,
   ) {
     const handle = r.stack.client.workflow.getHandle(effectId);
+    r.touch(effectId, `operator ${decision} via ${via}${payload.externalId ? ` (${payload.externalId})` : ''}`);
     try {
       if (via === 'signal') {
         const signal = {
@@ -543,17 +564,14 @@ class Decide extends Step {
 
   private async garbage(r: Real, effectId: string) {
     const handle = r.stack.client.workflow.getHandle(effectId);
-    const payload = GARBAGE[this.index % GARBAGE.length];
+    const { kind, payload } = GARBAGE[this.index % GARBAGE.length] ?? { kind: 'approve-retry', payload: {} };
+    r.touch(effectId, `malformed ${kind} via ${this.via}: ${JSON.stringify(payload)}`);
     try {
       if (this.via === 'signal') {
-        await handle.signal(this.index % 2 ? confirmDeliverySignal : approveRetrySignal, payload);
+        await handle.signal(kind === 'confirm-delivery' ? confirmDeliverySignal : approveRetrySignal, payload);
         return;
       }
-      const answer = await r.stack.effects.decide(
-        effectId,
-        this.index % 2 ? 'confirm-delivery' : 'approve-retry',
-        payload as { actor: string; reason: string },
-      );
+      const answer = await r.stack.effects.decide(effectId, kind, payload as { actor: string; reason: string });
       if (answer.accepted)
         r.violations.push({
           kind: 'decision_door',

@@ -3,11 +3,12 @@
 // then the invariants, read from the ledger, the destinations' own records, Temporal and the provider's
 // request log. Used by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
 import fc from 'fast-check';
+import { readTrail } from '../../ledger/trail.js';
 import { type AuditReport, audit, waitsForPerson } from '../audit/audit.js';
-import { destinationRecords } from '../audit/destination-records.js';
+import { type DestinationObject, destinationRecords } from '../audit/destination-records.js';
 import { readRequestLog } from '../audit/request-log.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
-import { chaosSteps, isTerminalStage, type Model, newModel, type Real, type Violation } from './commands.js';
+import { chaosSteps, isTerminalStage, type Model, newModel, newReal, type Real, type Violation } from './commands.js';
 import { ChaosStack, type ChaosStackOptions } from './stack.js';
 
 export interface ChaosOptions {
@@ -47,6 +48,8 @@ export interface RunVerdict {
   /** Effects with no running workflow, and how each came to be so (expected until the reconciler lands). */
   stuck: Array<{ effectId: string; story: string }>;
   notes: string[];
+  /** For each effect with a finding: what happened to it, in order (ledger trail, objects, what the run did). */
+  stories: Record<string, string>;
   settledInMs: number;
   settleTimedOut: boolean;
 }
@@ -120,6 +123,42 @@ export async function settle(
   }
 }
 
+/** One line: what happened to an effect, in time order, seconds from its approval. */
+async function storyOf(stack: ChaosStack, real: Real, effectId: string, objects: DestinationObject[]): Promise<string> {
+  const trail = await readTrail(stack.ledger.db, effectId);
+  if (!trail) return 'not in the ledger';
+  const t0 = trail.effect.approvedAt.getTime();
+  const events: Array<{ at: number; text: string }> = [];
+  for (const a of trail.attempts) {
+    const answer = trail.evidence.find((e) => e.attemptId === a.attemptId && e.kind === 'response');
+    const reason = (answer?.detail as { reason?: string } | undefined)?.reason;
+    events.push({
+      at: a.startedAt.getTime(),
+      text: `attempt ${a.attemptNumber} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` ${answer.httpStatus}` : ''}${reason ? ` (${reason.slice(0, 60)})` : ''}` : 'no answer'}`,
+    });
+  }
+  for (const e of trail.evidence.filter((x) => x.kind !== 'response'))
+    events.push({
+      at: e.recordedAt.getTime(),
+      text: `${e.kind} ${e.outcome}${e.externalId ? ` ${e.externalId}` : ''}`,
+    });
+  for (const d of trail.decisions)
+    events.push({ at: d.decidedAt.getTime(), text: `decision ${d.kind} ${d.accepted ? 'accepted' : 'refused'}` });
+  for (const o of objects.filter((x) => x.effectId === effectId))
+    events.push({ at: Date.parse(o.createdAt), text: `object ${o.id} created at the provider` });
+  for (const x of real.touched.filter((y) => y.effectId === effectId))
+    events.push({ at: x.at.getTime(), text: `run: ${x.what}` });
+  if (trail.fact)
+    events.push({
+      at: trail.fact.recordedAt.getTime(),
+      text: `fact ${trail.fact.externalId} (${trail.fact.confirmedBy})`,
+    });
+  events.sort((a, b) => a.at - b.at);
+  return `${trail.effect.destination} ${trail.effect.operation}, now ${trail.effect.stage}: ${events
+    .map((e) => `+${((e.at - t0) / 1000).toFixed(1)}s ${e.text}`)
+    .join('; ')}`;
+}
+
 /** The invariants after settling. */
 export async function verify(
   stack: ChaosStack,
@@ -167,9 +206,18 @@ export async function verify(
               : 'unexplained';
       return { effectId: f.effectId as string, story: `${story} (${f.detail})` };
     });
+  const stories: Record<string, string> = {};
+  const storyIds = new Set(
+    [...violations, ...report.findings]
+      .map((f) => f.effectId)
+      .filter((id): id is string => !!id && id.startsWith(prefix)),
+  );
+  const objects = await Promise.all(destinationRecords(stack.simulator.url).map((d) => d.objects()));
+  for (const effectId of storyIds) stories[effectId] = await storyOf(stack, real, effectId, objects.flat());
   return {
     prefix,
     steps,
+    stories,
     effects: model?.effects.length ?? 0,
     counts: real.counts,
     stackStats: { ...stack.stats },
@@ -205,6 +253,7 @@ export function summarize(v: RunVerdict): string[] {
       .filter((f) => f.kind !== 'stuck' && f.effectId && explainedStuck(v).has(f.effectId))
       .map((f) => `  (follows from stuck) ${f.kind} ${f.effectId}: ${f.detail}`),
     ...failing.map((f) => `  VIOLATION ${f.kind} ${f.effectId ?? '-'}: ${f.detail}`),
+    ...Object.entries(v.stories).map(([id, story]) => `  story ${id}: ${story}`),
     ...v.notes.slice(0, 20).map((n) => `  note: ${n}`),
   ];
 }
@@ -220,6 +269,10 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
     ...options.stackOptions,
   });
   const outcomes: SeedOutcome[] = [];
+  // Ctrl-C / SIGTERM: take the dev server, the simulator, the workers and the database down with us.
+  const onSignal = () => void stack.stop().finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   await stack.start();
   try {
     const firstSeed = options.seed ?? Date.now() % 2_147_483_647;
@@ -244,14 +297,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         runs++;
         const prefix = `chaos-${seed}-${runs}`;
         await stack.reset(`${seed}-${runs}`);
-        const real: Real = {
-          stack,
-          prefix,
-          violations: [],
-          notes: [],
-          counts: {},
-          log: (line) => options.log(`  ${line}`),
-        };
+        const real = newReal(stack, prefix, (line) => options.log(`  ${line}`));
         const model = newModel(limits);
         let steps = 0;
         const counted = [...cmds].length;
@@ -298,6 +344,8 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
       });
     }
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await stack.stop();
   }
   return outcomes;
