@@ -31,7 +31,7 @@ export interface ChaosOptions {
   settleMs: number;
   /** How long effects with no running workflow are given to be resumed (the reconciler's period). */
   reconcileMs: number;
-  /** Time for shrinking a failure (0: report the first failing step list as is). */
+  /** Time budget per seed, shrinking a failure included (0: report the first failing step list as is). */
   shrinkMs: number;
   stackOptions?: Partial<ChaosStackOptions>;
   log: (line: string) => void;
@@ -329,7 +329,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         ...(result.failed
           ? {
               path: result.counterexamplePath ?? undefined,
-              counterexample: result.counterexample ? String(result.counterexample[0]) : undefined,
+              counterexample: result.counterexample ? result.counterexample[0].map(String).join('; ') : undefined,
               error:
                 result.errorInstance instanceof Error
                   ? result.errorInstance.message
