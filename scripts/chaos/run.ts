@@ -276,9 +276,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
   await stack.start();
   try {
     const firstSeed = options.seed ?? Date.now() % 2_147_483_647;
-    const seeds =
-      options.seedList ??
-      Array.from({ length: options.seeds }, (_, i) => firstSeed + i);
+    const seeds = options.seedList ?? Array.from({ length: options.seeds }, (_, i) => firstSeed + i);
     for (const seed of seeds) {
       const started = Date.now();
       options.log(`seed ${seed}: starting (replay: npm run chaos -- --seed ${seed})`);
