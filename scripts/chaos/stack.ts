@@ -60,6 +60,8 @@ export class ChaosStack {
   ledger!: Ledger;
   effects!: EffectLedgerClient;
   readonly workers: Array<WorkerProcess | null> = [];
+  /** Workers that died on their own, with the tail of their output. */
+  readonly crashes: Array<{ at: Date; slot: number; exit: string; tail: string }> = [];
   readonly stats = { workerKills: 0, workerRestarts: 0, workerCrashes: 0, devServerRestarts: 0, pgTerminations: 0 };
   #port = 0;
   #dir = mkdtempSync(join(tmpdir(), 'effect-chaos-'));
@@ -143,14 +145,22 @@ export class ChaosStack {
       },
     );
     this.workers[slot] = worker;
-    worker.child.stdout?.resume();
-    worker.child.stderr?.resume();
+    // Keep the tail of what the worker printed: why it died, if it dies on its own.
+    let tail = '';
+    const keep = (chunk: Buffer) => {
+      tail = (tail + chunk.toString()).slice(-1500);
+    };
+    worker.child.stdout?.on('data', keep);
+    worker.child.stderr?.on('data', keep);
     // A worker that dies on its own (not by our hand) is started again, as a process manager would.
     worker.child.once('exit', (code, signal) => {
       if (this.workers[slot] !== worker || this.#stopping) return;
       this.workers[slot] = null;
       this.stats.workerCrashes++;
-      this.log(`worker ${slot} exited on its own (${signal ?? code}); starting it again`);
+      this.log(
+        `worker ${slot} exited on its own (${signal ?? code}); starting it again. It said: ${tail.trim().split('\n').slice(-6).join(' | ')}`,
+      );
+      this.crashes.push({ at: new Date(), slot, exit: String(signal ?? code), tail });
       this.track(this.restartWorker(slot, 1000));
     });
   }
