@@ -173,7 +173,9 @@ export async function startStack({
 }
 
 /** The environment that points a child process (CLI, worker) at this stack. */
-export function stackEnvironment(stack: Stack): NodeJS.ProcessEnv {
+export function stackEnvironment(
+  stack: Pick<Stack, 'databaseUrl' | 'namespace' | 'taskQueue'> & { env: Pick<Stack['env'], 'address'> },
+): NodeJS.ProcessEnv {
   return {
     ...process.env,
     DATABASE_URL: stack.databaseUrl,

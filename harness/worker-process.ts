@@ -3,16 +3,33 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { type Stack, stackEnvironment } from './local-stack.js';
 
-const entry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
+const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
+
+/** What a worker process needs of a stack (the chaos run builds its own, with a restartable dev server). */
+export type WorkerStack = Pick<Stack, 'databaseUrl' | 'namespace' | 'taskQueue'> & {
+  env: Pick<Stack['env'], 'address'>;
+  simulator: Pick<Stack['simulator'], 'url'>;
+};
+
+export interface WorkerProcessOptions {
+  /** Another worker entry (a test-only variant); default workers/main.ts. */
+  entry?: string;
+  /** Extra environment, e.g. DATABASE_URL with an application_name. */
+  env?: NodeJS.ProcessEnv;
+}
 
 export interface WorkerProcess {
   child: ChildProcess;
   kill(): Promise<void>;
 }
 
-export async function startWorkerProcess(stack: Stack, providerUrl = stack.simulator.url): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl },
+export async function startWorkerProcess(
+  stack: WorkerStack,
+  providerUrl = stack.simulator.url,
+  options: WorkerProcessOptions = {},
+): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry], {
+    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -4,8 +4,9 @@
 //   effect list --stage STAGE      effects in a stage (with the latest attempt's start and reason)
 //   effect decide ID approve-retry|confirm|abandon --actor WHO --reason WHY [--external-id X] [--external-url U]
 //                 [--attempt N] [--decision-id ID]
+//   effect audit [--destination D] [--since T]   the ledger against each destination's records and Temporal
 // Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 not found,
-// 5 decision not accepted, 1 other.
+// 5 decision not accepted, 6 audit findings, 1 other.
 import { readFileSync } from 'node:fs';
 import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
@@ -17,12 +18,18 @@ import { arriveAtBarrier, BARRIER_ENV } from '../harness/barrier.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
 import { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
 import { formatTrail } from '../ledger/trail-format.js';
-import { loadTemporalConfig } from '../workers/config.js';
+import { loadTemporalConfig, providerUrl } from '../workers/config.js';
+import { audit, formatAudit } from './audit/audit.js';
+import { destinationRecords } from './audit/destination-records.js';
+import { readRequestLog } from './audit/request-log.js';
+import { temporalProbe } from './audit/workflow-probe.js';
 
-export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4, refused: 5 } as const;
+export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4, refused: 5, findings: 6 } as const;
 
 interface Session {
   effects: EffectLedgerClient;
+  client: Client;
+  ledger: Ledger;
   close(): Promise<void>;
 }
 
@@ -34,6 +41,8 @@ async function openSession(): Promise<Session> {
   const client = new Client({ connection, namespace: config.namespace });
   return {
     effects: new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue }),
+    client,
+    ledger,
     async close() {
       await Promise.allSettled([connection.close(), ledger.close()]);
     },
@@ -51,6 +60,12 @@ function readRequest(source: string): unknown {
 
 function print(json: boolean, value: unknown, text: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${text()}\n`);
+}
+
+function parseTime(value: string): Date {
+  const time = new Date(value);
+  if (Number.isNaN(time.getTime())) throw new InvalidArgumentError('expected an ISO time, e.g. 2026-11-30T12:00:00Z');
+  return time;
 }
 
 function parseStage(value: string): EffectStage {
@@ -189,6 +204,33 @@ export function buildProgram(): Command {
             () => `${answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`,
           );
           if (!answer.accepted) process.exitCode = EXIT.refused;
+        });
+      },
+    );
+  program
+    .command('audit')
+    .description(
+      "check the ledger against each destination's own records and Temporal: duplicates, objects without a fact, facts whose object is gone or differs, keys not derived from the effect ID, stuck effects",
+    )
+    .option('--destination <name>', 'only this destination')
+    .option('--since <time>', 'only effects approved at or after this ISO time', parseTime)
+    .option('--grace <seconds>', 'do not call an effect stuck within this many seconds of its last move', Number, 60)
+    .option('--provider-url <url>', 'where the destinations are read (default EFFECT_LEDGER_PROVIDER_URL)')
+    .option('--json', 'print JSON')
+    .action(
+      async (opts: { destination?: string; since?: Date; grace: number; providerUrl?: string; json?: boolean }) => {
+        await withSession(async ({ client, ledger }) => {
+          const baseUrl = opts.providerUrl ?? providerUrl();
+          const report = await audit(ledger.sql, {
+            destinations: destinationRecords(baseUrl),
+            workflows: temporalProbe(client),
+            requestLog: await readRequestLog(baseUrl),
+            ...(opts.destination ? { destination: opts.destination } : {}),
+            ...(opts.since ? { since: opts.since } : {}),
+            graceMs: opts.grace * 1000,
+          });
+          print(!!opts.json, report, () => formatAudit(report));
+          if (report.findings.length) process.exitCode = EXIT.findings;
         });
       },
     );

@@ -97,7 +97,7 @@ function mayRetryAutomatically(run: EffectRun, read: ReadbackResult): boolean {
 
 /** The next human decision, or undefined when the readback interval passed without one. */
 async function awaitDecision(run: EffectRun, read: ReadbackResult): Promise<QueuedDecision | undefined> {
-  const { input, decisions } = run;
+  const { decisions } = run;
   // While our last request may still be in flight, read again as soon as that window closes.
   const inFlightUntil = read.detail.inFlightUntil ? Date.parse(read.detail.inFlightUntil) : undefined;
   const interval = readbackInterval(run);

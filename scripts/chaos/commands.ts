@@ -1,0 +1,647 @@
+// The chaos run's steps, as fast-check model-based commands. Each step acts on the real stack through its
+// public surfaces (the approval API, the provider's fault control, signals and the `decide` update, process
+// signals, Temporal's terminate, PostgreSQL's pg_terminate_backend) and records what it did. A step that
+// the system answers wrongly at once (a bad input accepted, a conflict accepted, a late or malformed decision
+// accepted) is a violation on the spot; everything else is judged after the run settles.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import fc from 'fast-check';
+import { isTerminal } from '../../domain/stages.js';
+import { FAULT_KINDS, type FaultKind } from '../../harness/simulator/faults.js';
+import { EffectConflictError, InvalidEffectRequestError } from '../../ledger/errors.js';
+import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../../workflows/contract.js';
+import { waitsForPerson } from '../audit/audit.js';
+import { keyedApiRecords, socialFeedRecords } from '../audit/destination-records.js';
+import { temporalProbe } from '../audit/workflow-probe.js';
+import type { ChaosStack } from './stack.js';
+
+export type EffectKind = 'refund' | 'task' | 'post' | 'refund-refused';
+
+export interface ModelEffect {
+  effectId: string;
+  kind: EffectKind;
+  request: Record<string, unknown>;
+  /** How the effect entered: approved, or by a process that died between the ledger write and the start. */
+  origin: 'approved' | 'died-at-start' | 'died-race';
+  /** Terminated from the outside. */
+  terminated?: boolean;
+}
+
+export interface Model {
+  effects: ModelEffect[];
+  next: number;
+  kills: number;
+  devRestarts: number;
+  dies: number;
+  terminations: number;
+  limits: { effects: number; kills: number; devRestarts: number; dies: number; terminations: number };
+}
+
+export interface Violation {
+  kind: string;
+  effectId: string | null;
+  detail: string;
+}
+
+export interface Real {
+  stack: ChaosStack;
+  prefix: string;
+  violations: Violation[];
+  /** Things that happened to the harness, not to the system (a step that could not run). */
+  notes: string[];
+  counts: Record<string, number>;
+  /** What the run did to each effect, with when: the raw material of a violation's story. */
+  touched: Array<{ at: Date; effectId: string; what: string }>;
+  touch(effectId: string, what: string): void;
+  log(line: string): void;
+}
+
+export function newReal(stack: ChaosStack, prefix: string, log: (line: string) => void): Real {
+  const touched: Real['touched'] = [];
+  return {
+    stack,
+    prefix,
+    violations: [],
+    notes: [],
+    counts: {},
+    touched,
+    touch: (effectId, what) => touched.push({ at: new Date(), effectId, what }),
+    log,
+  };
+}
+
+export function newModel(limits: Model['limits']): Model {
+  return { effects: [], next: 0, kills: 0, devRestarts: 0, dies: 0, terminations: 0, limits };
+}
+
+const bump = (real: Real, what: string, by = 1) => {
+  real.counts[what] = (real.counts[what] ?? 0) + by;
+};
+
+const TITLES = ['Prepare preview', 'Quarterly report', 'Prepare preview', 'Launch post'];
+
+function buildRequest(effectId: string, kind: EffectKind, n: number, title: string): Record<string, unknown> {
+  const common = { effectId, approvedBy: 'chaos@example.com', authorizationRef: 'CHAOS-RUN' };
+  switch (kind) {
+    case 'refund':
+    case 'refund-refused':
+      return {
+        ...common,
+        destination: 'keyed-api',
+        operation: 'refund.create',
+        // The provider refuses a non-positive amount (HTTP 400): a definitive rejection.
+        payload: { charge: `ch_${n}`, amount: kind === 'refund' ? 100 + n : -1, currency: 'EUR' },
+      };
+    case 'task':
+      return {
+        ...common,
+        destination: 'keyed-api',
+        operation: 'task.create',
+        payload: { title, request: `request-${n}` },
+      };
+    case 'post':
+      return {
+        ...common,
+        destination: 'social-feed',
+        operation: 'post.publish',
+        payload: { channel: 'chaos', text: title },
+      };
+  }
+}
+
+function pick<T>(list: readonly T[], index: number): T | undefined {
+  return list.length ? list[index % list.length] : undefined;
+}
+
+export abstract class Step implements fc.AsyncCommand<Model, Real> {
+  check(_m: Readonly<Model>): boolean {
+    return true;
+  }
+  abstract run(m: Model, r: Real): Promise<void>;
+  abstract toString(): string;
+}
+
+// ---- approvals --------------------------------------------------------------
+
+class Approve extends Step {
+  constructor(
+    readonly kind: EffectKind,
+    readonly copies: number,
+    readonly title: string,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length < m.limits.effects;
+  }
+  async run(m: Model, r: Real) {
+    const n = m.next++;
+    const effectId = `${r.prefix}-${n}`;
+    const request = buildRequest(effectId, this.kind, n, this.title);
+    m.effects.push({ effectId, kind: this.kind, request, origin: 'approved' });
+    bump(r, 'approvals');
+    if (this.copies > 1) bump(r, 'concurrent duplicate deliveries', this.copies - 1);
+    // All copies at the same moment: exactly one registers it, the others join it.
+    const results = await Promise.allSettled(
+      Array.from({ length: this.copies }, () => r.stack.effects.approve(request)),
+    );
+    const created = results.filter((x) => x.status === 'fulfilled' && x.value.created).length;
+    for (const x of results)
+      if (x.status === 'rejected') r.notes.push(`approve ${effectId} failed: ${(x.reason as Error).message}`);
+    if (created > 1)
+      r.violations.push({
+        kind: 'approval_door',
+        effectId,
+        detail: `${created} of ${this.copies} concurrent deliveries said "created"`,
+      });
+  }
+  toString() {
+    return `approve(${this.kind}${this.copies > 1 ? ` ×${this.copies} at once` : ''}, "${this.title}")`;
+  }
+}
+
+class Reapprove extends Step {
+  constructor(readonly index: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.some((e) => e.origin === 'approved');
+  }
+  async run(m: Model, r: Real) {
+    const effect = pick(
+      m.effects.filter((e) => e.origin === 'approved'),
+      this.index,
+    );
+    if (!effect) return;
+    bump(r, 'late duplicate deliveries');
+    try {
+      const result = await r.stack.effects.approve(effect.request);
+      if (result.created)
+        r.violations.push({
+          kind: 'approval_door',
+          effectId: effect.effectId,
+          detail: 'a repeated approval created the effect again',
+        });
+    } catch (error) {
+      if (error instanceof EffectConflictError)
+        r.violations.push({
+          kind: 'approval_door',
+          effectId: effect.effectId,
+          detail: 'the same request again was called a conflict',
+        });
+      else r.notes.push(`re-approve ${effect.effectId} failed: ${(error as Error).message}`);
+    }
+  }
+  toString() {
+    return `reapprove(#${this.index})`;
+  }
+}
+
+class Conflict extends Step {
+  constructor(readonly index: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length > 0;
+  }
+  async run(m: Model, r: Real) {
+    const effect = pick(m.effects, this.index);
+    if (!effect) return;
+    bump(r, 'same ID, other parameters');
+    const payload = { ...(effect.request.payload as Record<string, unknown>) };
+    if (effect.kind === 'post') payload.text = `${String(payload.text)} (edited)`;
+    else if (effect.kind === 'task') payload.title = `${String(payload.title)} (edited)`;
+    else payload.amount = 999_999;
+    try {
+      await r.stack.effects.approve({ ...effect.request, payload });
+      r.violations.push({
+        kind: 'approval_door',
+        effectId: effect.effectId,
+        detail: 'the same ID with other parameters was accepted',
+      });
+    } catch (error) {
+      if (!(error instanceof EffectConflictError))
+        r.notes.push(`conflicting approval of ${effect.effectId} failed otherwise: ${(error as Error).message}`);
+    }
+  }
+  toString() {
+    return `approve-conflict(#${this.index})`;
+  }
+}
+
+const BAD_INPUTS = [
+  'no effect ID',
+  'empty effect ID',
+  'effect ID with a space',
+  'unknown destination',
+  'unknown operation',
+  'NUL in the payload',
+  'extra payload field',
+] as const;
+
+class BadInput extends Step {
+  constructor(readonly variant: (typeof BAD_INPUTS)[number]) {
+    super();
+  }
+  async run(m: Model, r: Real) {
+    const effectId = `${r.prefix}-bad-${m.next++}`;
+    const base = buildRequest(effectId, 'task', 0, 'Prepare preview');
+    const payload = base.payload as Record<string, unknown>;
+    const request: Record<string, unknown> = {
+      'no effect ID': { ...base, effectId: undefined },
+      'empty effect ID': { ...base, effectId: '' },
+      'effect ID with a space': { ...base, effectId: `${effectId} x` },
+      'unknown destination': { ...base, destination: 'fax-machine' },
+      'unknown operation': { ...base, operation: 'task.delete' },
+      'NUL in the payload': { ...base, payload: { ...payload, title: 'nul\u0000here' } },
+      'extra payload field': { ...base, payload: { ...payload, priority: 'high' } },
+    }[this.variant];
+    bump(r, 'bad inputs');
+    try {
+      await r.stack.effects.approve(request);
+      r.violations.push({ kind: 'approval_door', effectId, detail: `bad input accepted: ${this.variant}` });
+    } catch (error) {
+      if (!(error instanceof InvalidEffectRequestError))
+        r.violations.push({
+          kind: 'approval_door',
+          effectId,
+          detail: `bad input (${this.variant}) answered ${(error as Error).name}`,
+        });
+    }
+    const rows = await r.stack.ledger.sql`SELECT 1 FROM effects WHERE effect_id = ${effectId}`;
+    if (rows.length)
+      r.violations.push({ kind: 'approval_door', effectId, detail: `bad input (${this.variant}) left a ledger row` });
+  }
+  toString() {
+    return `bad-input(${this.variant})`;
+  }
+}
+
+/** A process approving an effect is killed between approval's ledger write and the workflow start. */
+class DieAfterLedgerWrite extends Step {
+  constructor(
+    readonly kind: EffectKind,
+    readonly mode: 'at-start' | 'race',
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.dies < m.limits.dies && m.effects.length < m.limits.effects;
+  }
+  async run(m: Model, r: Real) {
+    m.dies++;
+    const n = m.next++;
+    const effectId = `${r.prefix}-${n}`;
+    const request = buildRequest(effectId, this.kind, n, 'Prepare preview');
+    m.effects.push({
+      effectId,
+      kind: this.kind,
+      request,
+      origin: this.mode === 'at-start' ? 'died-at-start' : 'died-race',
+    });
+    bump(r, `approver killed after the ledger write (${this.mode})`);
+    const entry = fileURLToPath(new URL('./approve-child.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+      env: {
+        ...r.stack.childEnvironment('chaos-approver'),
+        CHAOS_REQUEST: JSON.stringify(request),
+        CHAOS_DIE: this.mode,
+        CHAOS_CALL_TIMEOUT_MS: String(r.stack.options.callTimeoutMs),
+        CHAOS_READBACK_INTERVAL_MS: String(r.stack.options.readbackIntervalMs),
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<string>((resolve) =>
+      child.once('exit', (code, signal) => resolve(signal ?? String(code))),
+    );
+    if (this.mode === 'race') {
+      const deadline = Date.now() + 30_000;
+      while (child.exitCode === null && Date.now() < deadline) {
+        const rows = await r.stack.ledger.sql`SELECT 1 FROM effects WHERE effect_id = ${effectId}`;
+        if (rows.length) {
+          child.kill('SIGKILL');
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    }
+    const how = await exited;
+    const rows = await r.stack.ledger.sql`SELECT stage FROM effects WHERE effect_id = ${effectId}`;
+    r.log(`approver of ${effectId} ended by ${how}; ledger row: ${rows.length ? rows[0]?.stage : 'none'}`);
+    r.touch(effectId, `approver killed after the ledger write (${this.mode})`);
+    if (how !== 'SIGKILL' && how !== '0') r.notes.push(`approver of ${effectId} exited ${how}: ${stderr.slice(-300)}`);
+  }
+  toString() {
+    return `approver-dies-after-ledger-write(${this.kind}, ${this.mode})`;
+  }
+}
+
+// ---- the provider -----------------------------------------------------------
+
+const READ_PATHS = ['/v1/objects', '/v1/idempotency_keys', '/social/v1/posts'];
+const WRITE_PATHS = ['/v1/objects', '/social/v1/posts', null];
+
+class Fault extends Step {
+  constructor(
+    readonly kind: FaultKind,
+    readonly pathIndex: number,
+    readonly delayFactor: number,
+  ) {
+    super();
+  }
+  private path() {
+    return this.kind === 'read_error_500'
+      ? READ_PATHS[this.pathIndex % READ_PATHS.length]
+      : WRITE_PATHS[this.pathIndex % WRITE_PATHS.length];
+  }
+  async run(_m: Model, r: Real) {
+    const path = this.path();
+    const delayMs = Math.round(r.stack.options.callTimeoutMs * this.delayFactor);
+    bump(r, `fault ${this.kind}`);
+    await r.stack.simulator.fault(this.kind, { ...(path ? { path } : {}), delayMs });
+  }
+  toString() {
+    const delay = this.kind.startsWith('delay') ? ` ${this.delayFactor.toFixed(1)}× call timeout` : '';
+    return `fault(${this.kind}${this.path() ? ` on ${this.path()}` : ''}${delay})`;
+  }
+}
+
+// ---- processes --------------------------------------------------------------
+
+class KillWorker extends Step {
+  constructor(
+    readonly slot: number,
+    readonly restartAfterMs: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.kills < m.limits.kills;
+  }
+  async run(m: Model, r: Real) {
+    m.kills++;
+    await r.stack.killWorker(this.slot, this.restartAfterMs);
+    r.log(`SIGKILLed worker ${this.slot % r.stack.options.workers}`);
+  }
+  toString() {
+    return `sigkill-worker(${this.slot}, restart after ${this.restartAfterMs} ms)`;
+  }
+}
+
+class RestartDevServer extends Step {
+  constructor(readonly downMs: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.devRestarts < m.limits.devRestarts;
+  }
+  async run(m: Model, r: Real) {
+    m.devRestarts++;
+    const started = Date.now();
+    await r.stack.restartDevServer(this.downMs);
+    r.log(`restarted the Temporal dev server (${Date.now() - started} ms)`);
+  }
+  toString() {
+    return `restart-temporal-dev-server(down ${this.downMs} ms)`;
+  }
+}
+
+class TerminatePg extends Step {
+  async run(_m: Model, r: Real) {
+    const n = await r.stack.terminateWorkerConnections();
+    r.log(`pg_terminate_backend: ${n} worker connection(s)`);
+  }
+  toString() {
+    return 'pg-terminate-worker-connections';
+  }
+}
+
+class TerminateRun extends Step {
+  constructor(readonly index: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.terminations < m.limits.terminations && m.effects.some((e) => e.origin === 'approved');
+  }
+  async run(m: Model, r: Real) {
+    const effect = pick(
+      m.effects.filter((e) => e.origin === 'approved'),
+      this.index,
+    );
+    if (!effect) return;
+    m.terminations++;
+    try {
+      await r.stack.client.workflow.getHandle(effect.effectId).terminate('chaos: terminated from the outside');
+      effect.terminated = true;
+      r.touch(effect.effectId, 'run terminated from the outside');
+      bump(r, 'runs terminated from the outside');
+      r.log(`terminated the run of ${effect.effectId}`);
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError))
+        r.notes.push(`terminate ${effect.effectId}: ${(error as Error).message}`);
+    }
+  }
+  toString() {
+    return `terminate-run(#${this.index})`;
+  }
+}
+
+class Pause extends Step {
+  constructor(readonly ms: number) {
+    super();
+  }
+  async run() {
+    await new Promise((resolve) => setTimeout(resolve, this.ms));
+  }
+  toString() {
+    return `pause(${this.ms} ms)`;
+  }
+}
+
+// ---- people -----------------------------------------------------------------
+
+const OPERATOR = 'ops@example.com';
+type DecisionPayload = { actor: string; reason: string; externalId?: string };
+/** Payloads no decision may accept, each with the decision it is sent as. */
+const GARBAGE: Array<{ kind: 'approve-retry' | 'confirm-delivery'; payload: unknown }> = [
+  { kind: 'approve-retry', payload: {} },
+  { kind: 'approve-retry', payload: { actor: '', reason: 'x' } },
+  { kind: 'confirm-delivery', payload: 'approve it' },
+  { kind: 'approve-retry', payload: { actor: OPERATOR, reason: 'x', extra: true } },
+  { kind: 'confirm-delivery', payload: { actor: OPERATOR, reason: 'found it' } }, // a confirm without evidence
+  { kind: 'approve-retry', payload: null },
+];
+
+/**
+ * An operator following docs/operators.md: find an effect that awaits a person, read what it awaits, look
+ * at the provider's own dashboard, then confirm with the object found there or, finding none, approve a
+ * retry with the same key (the guide allows it). Or: decide late (on a finished effect), twice, or garbage.
+ */
+class Decide extends Step {
+  constructor(
+    readonly style: 'prompt' | 'repeated' | 'late' | 'malformed',
+    readonly via: 'signal' | 'update',
+    readonly index: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length > 0;
+  }
+  async run(m: Model, r: Real) {
+    const ours = new Set(m.effects.map((e) => e.effectId));
+    const stage = this.style === 'late' ? 'recorded' : 'unknown';
+    const candidates = (await r.stack.effects.listByStage(stage, 1000)).filter((e) => ours.has(e.effectId));
+    const chosen = pick(candidates, this.index);
+    if (!chosen) {
+      bump(r, `decisions skipped (no ${stage} effect)`);
+      return;
+    }
+    const effectId = chosen.effectId;
+    bump(r, `decisions ${this.style} via ${this.via}`);
+    if (this.style === 'malformed') return this.garbage(r, effectId);
+    if (this.style === 'late') {
+      const payload = { actor: OPERATOR, reason: 'late: checked the dashboard' };
+      return this.send(r, effectId, 'approve-retry', payload, true);
+    }
+    const view = await temporalProbe(r.stack.client)(effectId);
+    if (!waitsForPerson(view) || !view.awaiting) return; // the guide: act when the effect asks for a person
+    const [release] = await r.stack.ledger.sql<{ body: string }[]>`
+      SELECT body_sha256 AS body FROM releases WHERE effect_id = ${effectId} ORDER BY revision DESC LIMIT 1`;
+    const records =
+      chosen.destination === 'social-feed'
+        ? socialFeedRecords(r.stack.simulator.url)
+        : keyedApiRecords(r.stack.simulator.url);
+    const onDashboard = (await records.objects()).filter(
+      (o) => o.effectId === effectId && o.bodySha256 === release?.body,
+    );
+    const found = onDashboard.at(-1); // the oldest
+    const decision = found ? 'confirm-delivery' : 'approve-retry';
+    const payload: DecisionPayload = found
+      ? { actor: OPERATOR, reason: 'found it on the provider dashboard', externalId: found.id }
+      : { actor: OPERATOR, reason: 'checked the provider dashboard: nothing there' };
+    r.log(`operator: ${effectId} awaits "${view.awaiting.slice(0, 80)}"; ${decision}${found ? ` ${found.id}` : ''}`);
+    await this.send(r, effectId, decision, payload, false);
+    if (this.style === 'repeated')
+      await this.send(r, effectId, decision, payload, false, this.via === 'signal' ? 'update' : 'signal');
+  }
+
+  private async send(
+    r: Real,
+    effectId: string,
+    decision: 'approve-retry' | 'confirm-delivery' | 'abandon',
+    payload: DecisionPayload,
+    mustRefuse: boolean,
+    via = this.via,
+  ) {
+    const handle = r.stack.client.workflow.getHandle(effectId);
+    r.touch(effectId, `operator ${decision} via ${via}${payload.externalId ? ` (${payload.externalId})` : ''}`);
+    try {
+      if (via === 'signal') {
+        const signal = {
+          'approve-retry': approveRetrySignal,
+          'confirm-delivery': confirmDeliverySignal,
+          abandon: abandonSignal,
+        }[decision];
+        await handle.signal(signal, payload);
+        return;
+      }
+      const answer = await r.stack.effects.decide(effectId, decision, payload);
+      if (mustRefuse && answer.accepted)
+        r.violations.push({
+          kind: 'decision_door',
+          effectId,
+          detail: `a late ${decision} on a recorded effect was accepted`,
+        });
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError || error instanceof WorkflowUpdateFailedError) return;
+      r.notes.push(`decision ${decision} on ${effectId} via ${via}: ${(error as Error).message.slice(0, 200)}`);
+    }
+  }
+
+  private async garbage(r: Real, effectId: string) {
+    const handle = r.stack.client.workflow.getHandle(effectId);
+    const { kind, payload } = GARBAGE[this.index % GARBAGE.length] ?? { kind: 'approve-retry', payload: {} };
+    r.touch(effectId, `malformed ${kind} via ${this.via}: ${JSON.stringify(payload)}`);
+    try {
+      if (this.via === 'signal') {
+        await handle.signal(kind === 'confirm-delivery' ? confirmDeliverySignal : approveRetrySignal, payload);
+        return;
+      }
+      const answer = await r.stack.effects.decide(effectId, kind, payload as { actor: string; reason: string });
+      if (answer.accepted)
+        r.violations.push({
+          kind: 'decision_door',
+          effectId,
+          detail: `a malformed decision was accepted: ${JSON.stringify(payload)}`,
+        });
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError || error instanceof WorkflowUpdateFailedError) return;
+      r.notes.push(`malformed decision on ${effectId}: ${(error as Error).message.slice(0, 200)}`);
+    }
+  }
+  toString() {
+    return `decide(${this.style} via ${this.via}, #${this.index})`;
+  }
+}
+
+/**
+ * A run's step list: `length` slots, each a step or (rarely) empty. Shrinking empties slots, so a shrunk list
+ * is the failing run with steps taken out. (fc.commands' lengths are uniform over 0..max, which made runs
+ * of 2 steps as likely as runs of 100; a fixed number of slots keeps a run's size near what was asked.)
+ */
+export function chaosSteps(length: number): fc.Arbitrary<Step[]> {
+  return fc
+    .array(fc.option(fc.oneof(...chaosCommands()), { freq: 40, nil: null }), { minLength: length, maxLength: length })
+    .map((slots) => slots.filter((step): step is Step => step !== null));
+}
+
+/** The generated steps; weights shape a run: mostly approvals and faults, a few kills and restarts. */
+export function chaosCommands(): fc.Arbitrary<Step>[] {
+  const kinds = fc.constantFrom<EffectKind>('refund', 'task', 'post', 'post', 'task', 'refund-refused');
+  const approve = fc
+    .tuple(kinds, fc.constantFrom(1, 1, 1, 2, 3), fc.constantFrom(...TITLES))
+    .map(([k, c, t]) => new Approve(k, c, t));
+  const fault = fc
+    .tuple(fc.constantFrom(...FAULT_KINDS), fc.nat(10), fc.constantFrom(0.5, 1.5, 2.5))
+    .map(([k, p, d]) => new Fault(k, p, d));
+  const decide = fc
+    .tuple(
+      fc.constantFrom<'prompt' | 'repeated' | 'late' | 'malformed'>(
+        'prompt',
+        'prompt',
+        'repeated',
+        'late',
+        'malformed',
+      ),
+      fc.constantFrom<'signal' | 'update'>('signal', 'update'),
+      fc.nat(1000),
+    )
+    .map(([s, v, i]) => new Decide(s, v, i));
+  const pause = fc.integer({ min: 200, max: 2500 }).map((ms) => new Pause(ms));
+  // Picked uniformly: repeating an arbitrary weighs it.
+  return [
+    ...Array.from({ length: 9 }, () => approve),
+    ...Array.from({ length: 4 }, () => fault),
+    ...Array.from({ length: 3 }, () => decide),
+    ...Array.from({ length: 2 }, () => pause),
+    fc.nat(1000).map((i) => new Reapprove(i)),
+    fc.nat(1000).map((i) => new Conflict(i)),
+    fc.constantFrom(...BAD_INPUTS).map((v) => new BadInput(v)),
+    fc.tuple(fc.nat(7), fc.integer({ min: 0, max: 3000 })).map(([s, ms]) => new KillWorker(s, ms)),
+    fc.integer({ min: 0, max: 2000 }).map((ms) => new RestartDevServer(ms)),
+    fc.constant(null).map(() => new TerminatePg()),
+    fc
+      .tuple(
+        fc.constantFrom<EffectKind>('task', 'post', 'refund'),
+        fc.constantFrom<'at-start' | 'race'>('at-start', 'race'),
+      )
+      .map(([k, mode]) => new DieAfterLedgerWrite(k, mode)),
+    fc.nat(1000).map((i) => new TerminateRun(i)),
+  ];
+}
+
+export const isTerminalStage = (stage: string) => isTerminal(stage as never);

@@ -1,0 +1,350 @@
+// One chaos run and its verdict: generated steps against the real stack (fast-check model-based commands),
+// then a settle phase that only waits (it approves and decides nothing: the system must heal on its own),
+// then the invariants, read from the ledger, the destinations' own records, Temporal and the provider's
+// request log. Used by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
+import fc from 'fast-check';
+import { readTrail } from '../../ledger/trail.js';
+import { type AuditReport, audit, waitsForPerson } from '../audit/audit.js';
+import { type DestinationObject, destinationRecords } from '../audit/destination-records.js';
+import { readRequestLog } from '../audit/request-log.js';
+import { temporalProbe } from '../audit/workflow-probe.js';
+import { chaosSteps, isTerminalStage, type Model, newModel, newReal, type Real, type Violation } from './commands.js';
+import { ChaosStack, type ChaosStackOptions } from './stack.js';
+
+export interface ChaosOptions {
+  /** Effects approved per run (approximately: the generator stops approving at this many). */
+  effects: number;
+  /** Worker SIGKILLs per run at most. */
+  kills: number;
+  devRestarts: number;
+  /** Approvers killed between the ledger write and the workflow start, per run at most. */
+  dies: number;
+  terminations: number;
+  seeds: number;
+  seed?: number;
+  /** Exactly these seeds (the test's fixed ones); overrides seeds/seed. */
+  seedList?: number[];
+  path?: string;
+  workers: number;
+  callTimeoutMs: number;
+  /** How long the settle phase waits at most for every effect to finish or wait for a person. */
+  settleMs: number;
+  /** How long effects with no running workflow are given to be resumed (the reconciler's period). */
+  reconcileMs: number;
+  /** Time budget per seed, shrinking a failure included (0: report the first failing step list as is). */
+  shrinkMs: number;
+  stackOptions?: Partial<ChaosStackOptions>;
+  log: (line: string) => void;
+}
+
+export interface RunVerdict {
+  prefix: string;
+  steps: number;
+  effects: number;
+  counts: Record<string, number>;
+  stackStats: ChaosStack['stats'];
+  audit: AuditReport;
+  violations: Violation[];
+  /** Effects with no running workflow, and how each came to be so (expected until the reconciler lands). */
+  stuck: Array<{ effectId: string; story: string }>;
+  notes: string[];
+  /** For each effect with a finding: what happened to it, in order (ledger trail, objects, what the run did). */
+  stories: Record<string, string>;
+  settledInMs: number;
+  settleTimedOut: boolean;
+}
+
+export interface SeedOutcome {
+  seed: number;
+  failed: boolean;
+  runs: number;
+  path?: string;
+  /** The (shrunk) failing step list. */
+  counterexample?: string;
+  verdict?: RunVerdict;
+  /** The first (unshrunk) failing run's verdict. */
+  firstFailure?: RunVerdict;
+  error?: string;
+  wallMs: number;
+}
+
+/** Findings about an effect the run itself left without a workflow: stuck, and what follows from that. */
+const FOLLOW_FROM_STUCK = new Set(['stuck', 'object_without_fact', 'lost']);
+
+/** Effects stuck because of what the run did to them (an approver killed, a run terminated). */
+export function explainedStuck(v: RunVerdict): Set<string> {
+  return new Set(v.stuck.filter((s) => !s.story.startsWith('unexplained')).map((s) => s.effectId));
+}
+
+/**
+ * Which findings fail a run. Stuck is reported, but tolerated (until the reconciler lands) for effects the
+ * run itself left without a workflow, with what follows from it (their object without a fact).
+ */
+export function violationsOf(v: RunVerdict): Violation[] {
+  const expectedStuck = explainedStuck(v);
+  const fromAudit = v.audit.findings
+    .filter((f) => !(FOLLOW_FROM_STUCK.has(f.kind) && f.effectId && expectedStuck.has(f.effectId)))
+    .map((f) => ({ kind: f.kind, effectId: f.effectId, detail: f.detail }));
+  return [...v.violations, ...fromAudit];
+}
+
+/** Waits (bounded) until every effect of the run is terminal or visibly waiting for a person; touches nothing. */
+export async function settle(
+  stack: ChaosStack,
+  prefix: string,
+  options: { settleMs: number; reconcileMs: number; log: (line: string) => void },
+): Promise<{ ms: number; timedOut: boolean }> {
+  const started = Date.now();
+  const probe = temporalProbe(stack.client, 5000);
+  let lastLine = '';
+  for (;;) {
+    const rows = await stack.ledger.sql<{ effectId: string; stage: string }[]>`
+      SELECT effect_id AS "effectId", stage FROM effects WHERE effect_id LIKE ${`${prefix}-%`}`;
+    const open = rows.filter((r) => !isTerminalStage(r.stage));
+    let waiting = 0;
+    let notRunning = 0;
+    let moving = 0;
+    for (const row of open) {
+      const view = await probe(row.effectId).catch(
+        () => ({ status: 'UNREACHABLE' }) as { status: string; awaiting?: string },
+      );
+      if (view.status !== 'RUNNING') notRunning++;
+      else if (waitsForPerson(view)) waiting++;
+      else moving++;
+    }
+    const elapsed = Date.now() - started;
+    const line = `settling: ${rows.length - open.length} terminal, ${waiting} waiting for a person, ${moving} moving, ${notRunning} with no running workflow`;
+    if (line !== lastLine) options.log(`${line} (${Math.round(elapsed / 1000)} s)`);
+    lastLine = line;
+    if (moving === 0 && notRunning === 0) return { ms: elapsed, timedOut: false };
+    if (moving === 0 && elapsed >= options.reconcileMs) return { ms: elapsed, timedOut: false };
+    if (elapsed >= options.settleMs) return { ms: elapsed, timedOut: true };
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+/** One line: what happened to an effect, in time order, seconds from its approval. */
+async function storyOf(stack: ChaosStack, real: Real, effectId: string, objects: DestinationObject[]): Promise<string> {
+  const trail = await readTrail(stack.ledger.db, effectId);
+  if (!trail) return 'not in the ledger';
+  const t0 = trail.effect.approvedAt.getTime();
+  const events: Array<{ at: number; text: string }> = [];
+  for (const a of trail.attempts) {
+    const answer = trail.evidence.find((e) => e.attemptId === a.attemptId && e.kind === 'response');
+    const reason = (answer?.detail as { reason?: string } | undefined)?.reason;
+    events.push({
+      at: a.startedAt.getTime(),
+      text: `attempt ${a.attemptNumber} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` ${answer.httpStatus}` : ''}${reason ? ` (${reason.slice(0, 60)})` : ''}` : 'no answer'}`,
+    });
+  }
+  for (const e of trail.evidence.filter((x) => x.kind !== 'response'))
+    events.push({
+      at: e.recordedAt.getTime(),
+      text: `${e.kind} ${e.outcome}${e.externalId ? ` ${e.externalId}` : ''}`,
+    });
+  for (const d of trail.decisions)
+    events.push({ at: d.decidedAt.getTime(), text: `decision ${d.kind} ${d.accepted ? 'accepted' : 'refused'}` });
+  for (const o of objects.filter((x) => x.effectId === effectId))
+    events.push({ at: Date.parse(o.createdAt), text: `object ${o.id} created at the provider` });
+  for (const x of real.touched.filter((y) => y.effectId === effectId))
+    events.push({ at: x.at.getTime(), text: `run: ${x.what}` });
+  if (trail.fact)
+    events.push({
+      at: trail.fact.recordedAt.getTime(),
+      text: `fact ${trail.fact.externalId} (${trail.fact.confirmedBy})`,
+    });
+  events.sort((a, b) => a.at - b.at);
+  return `${trail.effect.destination} ${trail.effect.operation}, now ${trail.effect.stage}: ${events
+    .map((e) => `+${((e.at - t0) / 1000).toFixed(1)}s ${e.text}`)
+    .join('; ')}`;
+}
+
+/** The invariants after settling. */
+export async function verify(
+  stack: ChaosStack,
+  real: Real,
+  model: Model | null,
+  settled: { ms: number; timedOut: boolean },
+  steps: number,
+): Promise<RunVerdict> {
+  const prefix = real.prefix;
+  // Faults still queued would hit the audit's own reads: the provider is healthy again for the verdict.
+  await fetch(`${stack.simulator.url}/_control/faults`, { method: 'DELETE' });
+  const report = await audit(stack.ledger.sql, {
+    destinations: destinationRecords(stack.simulator.url),
+    workflows: temporalProbe(stack.client, 5000),
+    requestLog: await readRequestLog(stack.simulator.url),
+    effectFilter: (id) => id.startsWith(`${prefix}-`),
+    requireSettled: true,
+  });
+  // Approvals that answered but left nothing in the ledger would be lost too.
+  const violations = [...real.violations];
+  if (model) {
+    const inLedger = new Set(
+      (
+        await stack.ledger.sql<
+          { effectId: string }[]
+        >`SELECT effect_id AS "effectId" FROM effects WHERE effect_id LIKE ${`${prefix}-%`}`
+      ).map((r) => r.effectId),
+    );
+    for (const e of model.effects)
+      if (e.origin === 'approved' && !inLedger.has(e.effectId) && !real.notes.some((n) => n.includes(e.effectId)))
+        violations.push({ kind: 'lost', effectId: e.effectId, detail: 'approved, but the ledger has no row' });
+  }
+  const stuck = report.findings
+    .filter((f) => f.kind === 'stuck' && f.effectId)
+    .map((f) => {
+      const effect = model?.effects.find((e) => e.effectId === f.effectId);
+      const story = !effect
+        ? 'unexplained'
+        : effect.origin === 'died-at-start'
+          ? 'its approver was killed between the ledger write and the workflow start; nothing resumed it'
+          : effect.origin === 'died-race'
+            ? 'its approver was killed right after the ledger write (before the start left); nothing resumed it'
+            : effect.terminated
+              ? 'its run was terminated from the outside; nothing resumed it'
+              : 'unexplained';
+      return { effectId: f.effectId as string, story: `${story} (${f.detail})` };
+    });
+  const stories: Record<string, string> = {};
+  const storyIds = new Set(
+    [...violations, ...report.findings]
+      .map((f) => f.effectId)
+      .filter((id): id is string => !!id && id.startsWith(prefix)),
+  );
+  const objects = await Promise.all(destinationRecords(stack.simulator.url).map((d) => d.objects()));
+  for (const effectId of storyIds) stories[effectId] = await storyOf(stack, real, effectId, objects.flat());
+  return {
+    prefix,
+    steps,
+    stories,
+    effects: model?.effects.length ?? 0,
+    counts: real.counts,
+    stackStats: { ...stack.stats },
+    audit: report,
+    violations,
+    stuck,
+    notes: real.notes,
+    settledInMs: settled.ms,
+    settleTimedOut: settled.timedOut,
+  };
+}
+
+export function summarize(v: RunVerdict): string[] {
+  const c = v.audit.counts;
+  const failing = violationsOf(v);
+  const lost = c.lost + v.violations.filter((x) => x.kind === 'lost').length;
+  return [
+    `run ${v.prefix}: ${v.steps} steps, ${v.effects} effects; settled in ${Math.round(v.settledInMs / 1000)} s${v.settleTimedOut ? ' (TIMED OUT)' : ''}`,
+    `  did: ${Object.entries(v.counts)
+      .sort()
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+    `  stack: ${v.stackStats.workerKills} worker SIGKILLs, ${v.stackStats.workerRestarts} worker restarts (${v.stackStats.workerCrashes} died on their own), ${v.stackStats.devServerRestarts} dev-server restarts, ${v.stackStats.pgTerminations} pg connections terminated`,
+    `  invariants: duplicates ${c.duplicate}, lost ${lost}, stuck ${c.stuck} (explained by the run: ${v.stuck.filter((s) => !s.story.startsWith('unexplained')).length}), ` +
+      `objects without a fact ${c.object_without_fact + c.object_without_effect}, facts without their object ${c.fact_object_missing + c.fact_object_differs}, ` +
+      `keys not from the effect ID ${c.foreign_key}, requests before their attempt row ${v.audit.checked.requests === null ? 'not checked' : c.request_before_attempt}, ` +
+      `door violations ${v.violations.filter((x) => x.kind.endsWith('_door')).length}`,
+    `  checked: ${v.audit.checked.effects} effects, ${v.audit.checked.facts} facts, ${v.audit.checked.objects} objects, ${v.audit.checked.workflows ?? '-'} workflows, ${v.audit.checked.requests ?? '-'} provider requests`,
+    ...v.audit.skipped.map((s) => `  skipped ${s}`),
+    ...v.audit.inProgress.map((p) => `  open ${p.effectId}: ${p.stage}, awaiting ${p.awaiting ?? 'nothing'}`),
+    ...v.stuck.map((s) => `  stuck ${s.effectId}: ${s.story}`),
+    ...v.audit.findings
+      .filter((f) => f.kind !== 'stuck' && f.effectId && explainedStuck(v).has(f.effectId))
+      .map((f) => `  (follows from stuck) ${f.kind} ${f.effectId}: ${f.detail}`),
+    ...failing.map((f) => `  VIOLATION ${f.kind} ${f.effectId ?? '-'}: ${f.detail}`),
+    ...Object.entries(v.stories).map(([id, story]) => `  story ${id}: ${story}`),
+    ...v.notes.slice(0, 20).map((n) => `  note: ${n}`),
+  ];
+}
+
+/** Runs `seeds` seeds (or the one given), one fast-check property run each, shrinking a failure within shrinkMs. */
+export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
+  const stack = new ChaosStack({
+    workers: options.workers,
+    callTimeoutMs: options.callTimeoutMs,
+    readbackIntervalMs: 3000,
+    readbacksPerRun: 10,
+    log: options.log,
+    ...options.stackOptions,
+  });
+  const outcomes: SeedOutcome[] = [];
+  // Ctrl-C / SIGTERM: take the dev server, the simulator, the workers and the database down with us.
+  const onSignal = () => void stack.stop().finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  await stack.start();
+  try {
+    const firstSeed = options.seed ?? Date.now() % 2_147_483_647;
+    const seeds = options.seedList ?? Array.from({ length: options.seeds }, (_, i) => firstSeed + i);
+    for (const seed of seeds) {
+      const started = Date.now();
+      options.log(`seed ${seed}: starting (replay: npm run chaos -- --seed ${seed})`);
+      let runs = 0;
+      let last: RunVerdict | undefined;
+      let firstFailure: RunVerdict | undefined;
+      let lastFailure: RunVerdict | undefined;
+      const limits = {
+        effects: options.effects,
+        kills: options.kills,
+        devRestarts: options.devRestarts,
+        dies: options.dies,
+        terminations: options.terminations,
+      };
+      const property = fc.asyncProperty(chaosSteps(Math.max(10, options.effects * 3)), async (cmds) => {
+        runs++;
+        const prefix = `chaos-${seed}-${runs}`;
+        await stack.reset(`${seed}-${runs}`);
+        const real = newReal(stack, prefix, (line) => options.log(`  ${line}`));
+        const model = newModel(limits);
+        let steps = 0;
+        const counted = [...cmds].length;
+        options.log(`run ${runs} (${prefix}): up to ${counted} steps`);
+        await fc.asyncModelRun(() => ({ model, real }), cmds);
+        steps = counted;
+        await stack.quiesce();
+        const settled = await settle(stack, prefix, { ...options, log: (line) => options.log(`  ${line}`) });
+        const verdict = await verify(stack, real, model, settled, steps);
+        last = verdict;
+        for (const line of summarize(verdict)) options.log(line);
+        const failing = violationsOf(verdict);
+        if (failing.length) {
+          firstFailure ??= verdict;
+          lastFailure = verdict;
+          throw new Error(`${failing.length} violation(s): ${[...new Set(failing.map((f) => f.kind))].join(', ')}`);
+        }
+      });
+      const result = await fc.check(property, {
+        seed,
+        numRuns: 1,
+        ...(options.path ? { path: options.path } : {}),
+        ...(options.shrinkMs > 0 ? { interruptAfterTimeLimit: options.shrinkMs } : { endOnFailure: true }),
+      });
+      outcomes.push({
+        seed,
+        failed: result.failed,
+        runs,
+        ...(result.failed
+          ? {
+              path: result.counterexamplePath ?? undefined,
+              counterexample: result.counterexample ? result.counterexample[0].map(String).join('; ') : undefined,
+              error:
+                result.errorInstance instanceof Error
+                  ? result.errorInstance.message
+                  : String(result.errorInstance ?? ''),
+            }
+          : {}),
+        ...((result.failed ? lastFailure : last)
+          ? { verdict: (result.failed ? lastFailure : last) as RunVerdict }
+          : {}),
+        ...(firstFailure ? { firstFailure } : {}),
+        wallMs: Date.now() - started,
+      });
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await stack.stop();
+  }
+  return outcomes;
+}

@@ -1,0 +1,252 @@
+// The chaos run's stack: the real pieces, each one something the run can kill. A Temporal dev server on a
+// fixed port with a persisted SQLite file (so it can be stopped and started again with its history), a fresh
+// PostgreSQL database, the provider simulator, and N worker processes kept alive by a supervisor (a worker
+// that dies — SIGKILLed by the run, or on its own — is started again).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import postgres from 'postgres';
+import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
+import { startDevServer } from '../../harness/dev-server.js';
+import { type SimulatorProcess, startSimulator } from '../../harness/simulator/client.js';
+import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
+import { type Ledger, openLedger } from '../../ledger/db.js';
+import { migrateLedger } from '../../ledger/migrate.js';
+import { loadTemporalConfig } from '../../workers/config.js';
+
+const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** The application_name the workers' ledger connections carry: what pg_terminate_backend aims at. */
+export const WORKER_APPLICATION_NAME = 'chaos-worker';
+
+export interface ChaosStackOptions {
+  workers: number;
+  /** The destination call's timeout the effects get (slow commits are made longer than this). */
+  callTimeoutMs: number;
+  readbackIntervalMs: number;
+  readbacksPerRun: number;
+  /** Another worker entry (the broken variants the test keeps); default workers/main.ts. */
+  workerEntry?: string;
+  workerEnv?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export class ChaosStack {
+  readonly config = loadTemporalConfig();
+  readonly namespace = this.config.namespace;
+  address = '';
+  taskQueue = '';
+  databaseUrl = '';
+  dbName = '';
+  env!: TestWorkflowEnvironment;
+  simulator!: SimulatorProcess;
+  connection!: Connection;
+  client!: Client;
+  ledger!: Ledger;
+  effects!: EffectLedgerClient;
+  readonly workers: Array<WorkerProcess | null> = [];
+  /** Workers that died on their own, with the tail of their output. */
+  readonly crashes: Array<{ at: Date; slot: number; exit: string; tail: string }> = [];
+  readonly stats = { workerKills: 0, workerRestarts: 0, workerCrashes: 0, devServerRestarts: 0, pgTerminations: 0 };
+  #port = 0;
+  #dir = mkdtempSync(join(tmpdir(), 'effect-chaos-'));
+  #stopping = false;
+  #pending = new Set<Promise<unknown>>();
+
+  constructor(readonly options: ChaosStackOptions) {}
+
+  private log(line: string) {
+    this.options.log?.(line);
+  }
+
+  async start(): Promise<void> {
+    this.#port = await freePort();
+    this.address = `${this.config.devServer.ip}:${this.#port}`;
+    const [env, simulator] = await Promise.all([this.startServer(), startSimulator()]);
+    this.env = env;
+    this.simulator = simulator;
+    this.connection = await Connection.connect({ address: this.address });
+    this.client = new Client({ connection: this.connection, namespace: this.namespace });
+  }
+
+  private startServer(): Promise<TestWorkflowEnvironment> {
+    return startDevServer({ config: this.config, port: this.#port, dbFilename: join(this.#dir, 'temporal.db') });
+  }
+
+  /** A fresh world for one run: a new database, an emptied provider, a new task queue, fresh workers. */
+  async reset(tag: string): Promise<void> {
+    await this.stopWorkers();
+    for (const key of Object.keys(this.stats) as (keyof ChaosStack['stats'])[]) this.stats[key] = 0;
+    await this.ledger?.close();
+    if (this.dbName) await this.dropDatabase();
+    await fetch(`${this.simulator.url}/_control/reset`, { method: 'POST' });
+    this.dbName = `effect_ledger_chaos_${randomBytes(4).toString('hex')}`;
+    const url = new URL(adminUrl);
+    url.pathname = `/${this.dbName}`;
+    this.databaseUrl = url.toString();
+    await migrateLedger(this.databaseUrl);
+    const runner = new URL(this.databaseUrl);
+    runner.searchParams.set('application_name', 'chaos-runner');
+    this.ledger = openLedger(runner.toString(), { max: 4 });
+    this.taskQueue = `chaos-${tag}`;
+    this.effects = new EffectLedgerClient({
+      client: this.client,
+      db: this.ledger.db,
+      taskQueue: this.taskQueue,
+      callTimeoutMs: this.options.callTimeoutMs,
+      readbackIntervalMs: this.options.readbackIntervalMs,
+      readbacksPerRun: this.options.readbacksPerRun,
+    });
+    await Promise.all(Array.from({ length: this.options.workers }, (_, slot) => this.startWorker(slot)));
+  }
+
+  /** The environment a child process (worker, approver) needs to reach this stack. */
+  childEnvironment(applicationName: string): NodeJS.ProcessEnv {
+    const url = new URL(this.databaseUrl);
+    url.searchParams.set('application_name', applicationName);
+    return {
+      ...process.env,
+      DATABASE_URL: url.toString(),
+      TEMPORAL_ADDRESS: this.address,
+      TEMPORAL_NAMESPACE: this.namespace,
+      TEMPORAL_TASK_QUEUE: this.taskQueue,
+      EFFECT_LEDGER_PROVIDER_URL: this.simulator.url,
+    };
+  }
+
+  private async startWorker(slot: number): Promise<void> {
+    const worker = await startWorkerProcess(
+      {
+        env: { address: this.address },
+        databaseUrl: this.databaseUrl,
+        namespace: this.namespace,
+        taskQueue: this.taskQueue,
+        simulator: { url: this.simulator.url },
+      },
+      this.simulator.url,
+      {
+        ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
+        env: { ...this.childEnvironment(WORKER_APPLICATION_NAME), ...this.options.workerEnv },
+      },
+    );
+    this.workers[slot] = worker;
+    // Keep the tail of what the worker printed: why it died, if it dies on its own.
+    let tail = '';
+    const keep = (chunk: Buffer) => {
+      tail = (tail + chunk.toString()).slice(-1500);
+    };
+    worker.child.stdout?.on('data', keep);
+    worker.child.stderr?.on('data', keep);
+    // A worker that dies on its own (not by our hand) is started again, as a process manager would.
+    worker.child.once('exit', (code, signal) => {
+      if (this.workers[slot] !== worker || this.#stopping) return;
+      this.workers[slot] = null;
+      this.stats.workerCrashes++;
+      this.log(
+        `worker ${slot} exited on its own (${signal ?? code}); starting it again. It said: ${tail.trim().split('\n').slice(-6).join(' | ')}`,
+      );
+      this.crashes.push({ at: new Date(), slot, exit: String(signal ?? code), tail });
+      this.track(this.restartWorker(slot, 1000));
+    });
+  }
+
+  private async restartWorker(slot: number, afterMs: number): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, afterMs));
+    if (this.#stopping || this.workers[slot]) return;
+    for (let tries = 0; ; tries++) {
+      try {
+        await this.startWorker(slot);
+        this.stats.workerRestarts++;
+        return;
+      } catch (error) {
+        if (this.#stopping || tries >= 5) {
+          this.log(`worker ${slot} would not start: ${(error as Error).message.slice(0, 200)}`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2000));
+      }
+    }
+  }
+
+  private track(promise: Promise<unknown>) {
+    this.#pending.add(promise);
+    void promise.finally(() => this.#pending.delete(promise));
+  }
+
+  /** SIGKILL a worker; it is started again after `restartAfterMs` (in the background). */
+  async killWorker(slot: number, restartAfterMs: number): Promise<void> {
+    const index = slot % this.options.workers;
+    const worker = this.workers[index];
+    if (!worker) return;
+    this.workers[index] = null;
+    await worker.kill();
+    this.stats.workerKills++;
+    this.track(this.restartWorker(index, restartAfterMs));
+  }
+
+  /** Stops the Temporal dev server and starts it again on the same port and database file. */
+  async restartDevServer(downMs: number): Promise<void> {
+    await this.env.teardown();
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    for (let tries = 0; ; tries++) {
+      try {
+        this.env = await this.startServer();
+        break;
+      } catch (error) {
+        if (tries >= 5) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
+    this.stats.devServerRestarts++;
+  }
+
+  /** pg_terminate_backend on every ledger connection the workers hold. */
+  async terminateWorkerConnections(): Promise<number> {
+    const rows = await this.ledger.sql<{ ok: boolean }[]>`
+      SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+      WHERE datname = ${this.dbName} AND application_name = ${WORKER_APPLICATION_NAME}`;
+    this.stats.pgTerminations += rows.length;
+    return rows.length;
+  }
+
+  /** Waits for the background restarts the run started. */
+  async quiesce(): Promise<void> {
+    while (this.#pending.size) await Promise.allSettled([...this.#pending]);
+  }
+
+  async stopWorkers(): Promise<void> {
+    this.#stopping = true;
+    await this.quiesce();
+    await Promise.all(this.workers.map((w) => w?.kill()));
+    this.workers.length = 0;
+    this.#stopping = false;
+  }
+
+  private async dropDatabase(): Promise<void> {
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`DROP DATABASE IF EXISTS "${this.dbName}" WITH (FORCE)`).finally(() => admin.end());
+  }
+
+  async stop(): Promise<void> {
+    await this.stopWorkers();
+    await Promise.allSettled([this.ledger?.close(), this.connection?.close()]);
+    await Promise.allSettled([this.env?.teardown(), this.simulator?.stop()]);
+    if (this.dbName && !process.env.CHAOS_KEEP_DATABASE) await this.dropDatabase().catch(() => {});
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}

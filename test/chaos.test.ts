@@ -1,0 +1,152 @@
+// The chaos run bites. (1) A small run against the real stack — about 40 effects over two fixed seeds, one
+// worker SIGKILL each, provider faults, a dev-server restart, pg_terminate_backend, an approver killed after
+// its ledger write, a run terminated from the outside, human decisions — reports no duplicate and nothing
+// lost (effects the run itself left without a workflow are reported as stuck, with their story, until a
+// reconciler resumes them). (2) The same checker, against deliberately broken workers
+// (test/support/variant-worker.ts wraps the real adapters), reports violations for each break.
+// A third break, "retry without a fresh readback", needs workflow changes and is not built here.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { keyedApiRecords } from '../scripts/audit/destination-records.js';
+import { newReal, type Real } from '../scripts/chaos/commands.js';
+import {
+  explainedStuck,
+  type RunVerdict,
+  runChaos,
+  settle,
+  summarize,
+  verify,
+  violationsOf,
+} from '../scripts/chaos/run.js';
+import { ChaosStack } from '../scripts/chaos/stack.js';
+import type { Variant } from './support/variant-worker.js';
+
+/** Waits for a promise at most `ms` (a broken variant may never finish). */
+const within = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
+
+const log = (line: string) => process.stdout.write(`# ${line}\n`);
+const SEEDS = [20261130, 4242];
+
+function lostOf(v: RunVerdict): number {
+  const explained = explainedStuck(v);
+  return (
+    v.audit.findings.filter((f) => f.kind === 'lost' && !(f.effectId && explained.has(f.effectId))).length +
+    v.violations.filter((x) => x.kind === 'lost').length
+  );
+}
+
+describe('chaos run', () => {
+  test(`seeds ${SEEDS.join(', ')}: ~40 effects, one kill each → no duplicates, nothing lost`, {
+    timeout: 1_200_000,
+  }, async () => {
+    const outcomes = await runChaos({
+      effects: 20,
+      kills: 1,
+      devRestarts: 1,
+      dies: 1,
+      terminations: 1,
+      seeds: SEEDS.length,
+      seedList: SEEDS,
+      workers: 2,
+      callTimeoutMs: 2000,
+      settleMs: 120_000,
+      reconcileMs: 15_000,
+      shrinkMs: 0,
+      log,
+    });
+    assert.equal(outcomes.length, SEEDS.length);
+    for (const outcome of outcomes) {
+      const verdict = outcome.verdict;
+      assert.ok(verdict, `seed ${outcome.seed} produced no verdict: ${outcome.error}`);
+      const unexplainedStuck = verdict.audit.findings.filter(
+        (f) => f.kind === 'stuck' && !(f.effectId && explainedStuck(verdict).has(f.effectId)),
+      );
+      const story = summarize(verdict).join('\n');
+      assert.equal(verdict.audit.counts.duplicate, 0, `seed ${outcome.seed}: duplicates\n${story}`);
+      assert.equal(lostOf(verdict), 0, `seed ${outcome.seed}: lost effects\n${story}`);
+      assert.equal(unexplainedStuck.length, 0, `seed ${outcome.seed}: stuck for no reason the run made\n${story}`);
+    }
+  });
+});
+
+describe('the checker bites on broken variants', () => {
+  let stack: ChaosStack;
+  before(async () => {
+    stack = new ChaosStack({
+      workers: 1,
+      callTimeoutMs: 1500,
+      readbackIntervalMs: 2000,
+      readbacksPerRun: 10,
+      workerEntry: fileURLToPath(new URL('./support/variant-worker.ts', import.meta.url)),
+      log,
+    });
+    await stack.start();
+  });
+  after(() => stack?.stop());
+
+  async function withVariant(variant: Variant, scenario: (real: Real) => Promise<void>): Promise<RunVerdict> {
+    stack.options.workerEnv = { CHAOS_VARIANT: variant };
+    const prefix = `variant-${variant}`;
+    await stack.reset(variant);
+    const real = newReal(stack, prefix, log);
+    await scenario(real);
+    const settled = await settle(stack, prefix, { settleMs: 30_000, reconcileMs: 5_000, log });
+    const verdict = await verify(stack, real, null, settled, 0);
+    for (const line of summarize(verdict)) log(line);
+    return verdict;
+  }
+
+  const task = (effectId: string, request: string) => ({
+    effectId,
+    destination: 'keyed-api',
+    operation: 'task.create',
+    payload: { title: 'Prepare preview', request },
+    approvedBy: 'chaos@example.com',
+    authorizationRef: 'CHAOS-VARIANT',
+  });
+
+  test('the key is the run ID: keys not derived from the effect ID', { timeout: 300_000 }, async () => {
+    const verdict = await withVariant('key-from-run', async ({ stack, prefix }) => {
+      for (const n of [1, 2, 3]) await stack.effects.approve(task(`${prefix}-${n}`, `request-${n}`));
+    });
+    assert.ok(verdict.audit.counts.foreign_key >= 3, summarize(verdict).join('\n'));
+    assert.ok(violationsOf(verdict).length > 0);
+  });
+
+  test('the key carries the attempt: a slow commit, then a retry under a fresh key → two objects', {
+    timeout: 300_000,
+  }, async () => {
+    const verdict = await withVariant('key-from-attempt', async ({ stack, prefix }) => {
+      // Held past the call timeout: the attempt is unknown, readback sees nothing yet, the automatic retry
+      // goes out under a new key, and then the first request commits too.
+      await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 4000 });
+      await stack.effects.approve(task(`${prefix}-1`, 'request-1'));
+      const records = keyedApiRecords(stack.simulator.url);
+      const deadline = Date.now() + 60_000;
+      while ((await records.objects()).length < 2 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 500));
+    });
+    assert.ok(verdict.audit.counts.foreign_key >= 1, summarize(verdict).join('\n'));
+    assert.ok(verdict.audit.counts.duplicate >= 1, summarize(verdict).join('\n'));
+  });
+
+  test('readback trusts a title: a look-alike is taken for ours', { timeout: 300_000 }, async () => {
+    const verdict = await withVariant('title-readback', async ({ stack, prefix }) => {
+      await stack.effects.approve(task(`${prefix}-17`, 'request-17'));
+      await within(stack.effects.result(`${prefix}-17`), 60_000);
+      // request-18, titled the same, never reaches the provider; its readback "finds" request-17's object.
+      await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
+      await stack.effects.approve(task(`${prefix}-18`, 'request-18'));
+      // (Not result(): its long poll would outlive the test when the variant never finishes.)
+      await new Promise((resolve) => setTimeout(resolve, 15_000));
+    });
+    const failing = violationsOf(verdict);
+    assert.ok(failing.length > 0, summarize(verdict).join('\n'));
+    assert.ok(
+      failing.some((f) => f.effectId === `variant-title-readback-18`),
+      `request-18 is not among the findings:\n${summarize(verdict).join('\n')}`,
+    );
+  });
+});
