@@ -84,17 +84,23 @@ interface Route {
   handler: (ctx: Ctx) => void | Promise<void>;
 }
 
-export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): ProviderSimulator {
-  const initialRetentionMs = opts.keyRetentionMs ?? DEFAULT_KEY_RETENTION_MS;
-  const keylessListLimit = opts.keylessListLimit ?? DEFAULT_KEYLESS_LIST_LIMIT;
+/** The provider's state and its API handlers; the HTTP server below routes requests to them. */
+class ProviderWorld {
+  readonly initialRetentionMs: number;
+  readonly keylessListLimit: number;
+  readonly objects = new Collection<ProviderObject>();
+  readonly posts = new Collection<SocialPost>();
+  readonly keys: IdempotencyStore;
+  readonly faults = new FaultQueue();
+  readonly delays = new Delays();
+  readonly postCounts = { [OBJECTS_PATH]: 0, [POSTS_PATH]: 0 };
+  readonly requests = new RequestLog();
 
-  const objects = new Collection<ProviderObject>();
-  const posts = new Collection<SocialPost>();
-  const keys = new IdempotencyStore(initialRetentionMs);
-  const faults = new FaultQueue();
-  const delays = new Delays();
-  const postCounts = { [OBJECTS_PATH]: 0, [POSTS_PATH]: 0 };
-  const requests = new RequestLog();
+  constructor(opts: ProviderSimulatorOptions) {
+    this.initialRetentionMs = opts.keyRetentionMs ?? DEFAULT_KEY_RETENTION_MS;
+    this.keylessListLimit = opts.keylessListLimit ?? DEFAULT_KEYLESS_LIST_LIMIT;
+    this.keys = new IdempotencyStore(this.initialRetentionMs);
+  }
 
   /**
    * Shared skeleton of the two effectful POSTs: count it, take its fault, let
@@ -102,13 +108,13 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
    * it knows when the key is in flight), then let the fault shape the response.
    * After-commit faults act on whatever `produce` answered, errors included.
    */
-  async function effectfulPost(
+  private async effectfulPost(
     path: typeof OBJECTS_PATH | typeof POSTS_PATH,
     { req, res }: Ctx,
     produce: (req: IncomingMessage, beforeCommit: () => Promise<void>) => Promise<Reply>,
   ): Promise<void> {
-    postCounts[path]++;
-    const fault = faults.take(path);
+    this.postCounts[path]++;
+    const fault = this.faults.take(path);
     const entry = logged.get(req);
     if (entry) entry.fault = fault?.kind ?? null;
     // Faults that answer before the handler runs still read the body, so the log has its hash.
@@ -134,13 +140,13 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       });
     }
     const beforeCommit = async () => {
-      if (fault?.kind === 'delay_before_commit') await delays.wait(fault.delayMs);
+      if (fault?.kind === 'delay_before_commit') await this.delays.wait(fault.delayMs);
     };
     const reply = await produce(req, beforeCommit).catch(asReply);
-    await afterCommit(fault, res, reply);
+    await this.afterCommit(fault, res, reply);
   }
 
-  async function afterCommit(fault: Fault | undefined, res: ServerResponse, reply: Reply): Promise<void> {
+  private async afterCommit(fault: Fault | undefined, res: ServerResponse, reply: Reply): Promise<void> {
     noteReply(res, reply);
     switch (fault?.kind) {
       case 'drop_after_commit':
@@ -151,7 +157,7 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
           body: { error: { type: 'api_error', message: 'Internal error (injected fault).' } },
         });
       case 'delay_after_commit':
-        await delays.wait(fault.delayMs);
+        await this.delays.wait(fault.delayMs);
         return send(res, reply); // no-op if the client already gave up
       default:
         return send(res, reply);
@@ -160,13 +166,13 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
 
   // ---- keyed, Stripe-style API --------------------------------------------
 
-  async function createObject(req: IncomingMessage, beforeCommit: () => Promise<void>): Promise<Reply> {
+  private async createObject(req: IncomingMessage, beforeCommit: () => Promise<void>): Promise<Reply> {
     const body = await readJsonObject(req);
     const key = idempotencyKey(req);
     // Validation runs before the key is claimed: like Stripe, rejected requests are not stored under the key.
     validateAmount(body);
     const sha256 = bodySha256(body);
-    const claim = key === null ? null : keys.claim(key, sha256);
+    const claim = key === null ? null : this.keys.claim(key, sha256);
     const reserved = claim?.kind === 'reserved' ? claim.record : null;
     try {
       await beforeCommit();
@@ -184,15 +190,15 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
           message: 'There is currently another in-progress request using this Idempotency-Key. Please try again later.',
         });
       }
-      return commitObject(body, key, sha256, reserved);
+      return this.commitObject(body, key, sha256, reserved);
     } finally {
-      if (reserved) keys.release(reserved); // no-op once completed
+      if (reserved) this.keys.release(reserved); // no-op once completed
     }
   }
 
-  function commitObject(body: JsonObject, key: string | null, sha256: string, reserved: KeyRecord | null): Reply {
+  private commitObject(body: JsonObject, key: string | null, sha256: string, reserved: KeyRecord | null): Reply {
     const now = new Date();
-    const object = objects.add({
+    const object = this.objects.add({
       id: randomId('obj_'),
       object: 'object',
       created: Math.floor(now.getTime() / 1000),
@@ -203,19 +209,19 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       request: body,
     });
     const reply = { status: 200, body: object };
-    if (reserved) keys.complete(reserved, object.id, reply);
+    if (reserved) this.keys.complete(reserved, object.id, reply);
     return reply;
   }
 
-  function listObjects({ res, url }: Ctx): void {
+  private listObjects({ res, url }: Ctx): void {
     const limit = intParam(url, 'limit', 10, 100);
     const startingAfter = url.searchParams.get('starting_after');
-    const before = startingAfter === null ? undefined : objects.position(startingAfter);
+    const before = startingAfter === null ? undefined : this.objects.position(startingAfter);
     if (startingAfter !== null && before === undefined) {
       throw invalidRequest(`No such object: '${startingAfter}'`, { code: 'resource_missing', param: 'starting_after' });
     }
     const filters = metadataFilters(url);
-    const { page, hasMore } = objects.newestFirst({
+    const { page, hasMore } = this.objects.newestFirst({
       limit,
       before,
       match: filters.length === 0 ? undefined : (o) => matchesMetadata(o.metadata, filters),
@@ -223,14 +229,14 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
     send(res, { status: 200, body: { object: 'list', data: page, has_more: hasMore } });
   }
 
-  function getObject({ res, param }: Ctx): void {
-    const object = objects.get(param);
+  private getObject({ res, param }: Ctx): void {
+    const object = this.objects.get(param);
     if (!object) throw invalidRequest(`No such object: '${param}'`, { code: 'resource_missing' }, 404);
     send(res, { status: 200, body: object });
   }
 
-  function getIdempotencyKey({ res, param }: Ctx): void {
-    const record = keys.get(param);
+  private getIdempotencyKey({ res, param }: Ctx): void {
+    const record = this.keys.get(param);
     if (!record) throw invalidRequest(`No such idempotency key: '${param}'`, { code: 'resource_missing' }, 404);
     send(res, {
       status: 200,
@@ -239,20 +245,20 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
         status: record.status,
         object_id: record.objectId,
         created_at: new Date(record.createdAtMs).toISOString(),
-        expires_at: new Date(keys.expiresAtMs(record)).toISOString(),
+        expires_at: new Date(this.keys.expiresAtMs(record)).toISOString(),
       },
     });
   }
 
   // ---- key-less, social-style API -----------------------------------------
 
-  async function createPost(req: IncomingMessage, beforeCommit: () => Promise<void>): Promise<Reply> {
+  private async createPost(req: IncomingMessage, beforeCommit: () => Promise<void>): Promise<Reply> {
     const body = await readJsonObject(req); // any Idempotency-Key header is deliberately ignored
     if (typeof body.text !== 'string') {
       throw new HttpError(422, { type: 'validation_error', message: '"text" is required and must be a string.' });
     }
     await beforeCommit();
-    const post = posts.add({
+    const post = this.posts.add({
       id: randomId('post_'),
       created_at: new Date().toISOString(),
       text: body.text,
@@ -263,57 +269,57 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
     return { status: 200, body: post };
   }
 
-  function listPosts({ res, url }: Ctx): void {
+  private listPosts({ res, url }: Ctx): void {
     const pageSize = intParam(url, 'page_size', 20, 50);
     const cursor = url.searchParams.get('cursor');
-    const { page, hasMore } = posts.newestFirst({
+    const { page, hasMore } = this.posts.newestFirst({
       limit: pageSize,
       before: cursor === null ? undefined : decodeCursor(cursor),
-      window: keylessListLimit, // older posts are simply not listable
+      window: this.keylessListLimit, // older posts are simply not listable
     });
     const last = page.at(-1);
-    const next = hasMore && last ? encodeCursor(posts.position(last.id) ?? 0) : null;
+    const next = hasMore && last ? encodeCursor(this.posts.position(last.id) ?? 0) : null;
     send(res, { status: 200, body: { data: page, next_cursor: next } });
   }
 
-  function getPost({ res, param }: Ctx): void {
-    const post = posts.get(param);
+  private getPost({ res, param }: Ctx): void {
+    const post = this.posts.get(param);
     if (!post) throw new HttpError(404, { type: 'not_found', message: `No such post: '${param}'` });
     send(res, { status: 200, body: post });
   }
 
   // ---- control API ----------------------------------------------------------
 
-  async function addFaults({ req, res }: Ctx): Promise<void> {
+  private async addFaults({ req, res }: Ctx): Promise<void> {
     const request = parseControl(faultRequestSchema, await readJson(req));
-    const queued = faults.add(request);
-    send(res, { status: 200, body: { queued, pending: faults.list().length } });
+    const queued = this.faults.add(request);
+    send(res, { status: 200, body: { queued, pending: this.faults.list().length } });
   }
 
-  function reset({ res }: Ctx): void {
-    delays.cancelAll(); // requests parked in a fault delay belong to the old world: drop them
-    objects.clear();
-    posts.clear();
-    keys.clear();
-    keys.retentionMs = initialRetentionMs;
-    faults.clear();
-    requests.clear();
-    postCounts[OBJECTS_PATH] = 0;
-    postCounts[POSTS_PATH] = 0;
+  private reset({ res }: Ctx): void {
+    this.delays.cancelAll(); // this.requests parked in a fault delay belong to the old world: drop them
+    this.objects.clear();
+    this.posts.clear();
+    this.keys.clear();
+    this.keys.retentionMs = this.initialRetentionMs;
+    this.faults.clear();
+    this.requests.clear();
+    this.postCounts[OBJECTS_PATH] = 0;
+    this.postCounts[POSTS_PATH] = 0;
     send(res, { status: 200, body: { reset: true } });
   }
 
-  async function setRetention({ req, res }: Ctx): Promise<void> {
-    keys.retentionMs = parseControl(retentionSchema, await readJson(req)).keyRetentionMs;
-    send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } });
+  private async setRetention({ req, res }: Ctx): Promise<void> {
+    this.keys.retentionMs = parseControl(retentionSchema, await readJson(req)).keyRetentionMs;
+    send(res, { status: 200, body: { keyRetentionMs: this.keys.retentionMs } });
   }
 
   /** Others post on the feed, in one call: older posts drop out of the newest-100 listing at once. */
-  async function crowdSocialFeed({ req, res }: Ctx): Promise<void> {
+  private async crowdSocialFeed({ req, res }: Ctx): Promise<void> {
     const { count } = parseControl(crowdSchema, await readJson(req));
     for (let i = 0; i < count; i++) {
       const body = { text: `someone else's post ${i}` };
-      posts.add({
+      this.posts.add({
         id: randomId('post_'),
         created_at: new Date().toISOString(),
         text: body.text,
@@ -322,32 +328,40 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
         request: body,
       });
     }
-    send(res, { status: 200, body: { added: count, socialPosts: posts.size } });
+    send(res, { status: 200, body: { added: count, socialPosts: this.posts.size } });
   }
 
-  function listRequests({ res, url }: Ctx): void {
+  private listRequests({ res, url }: Ctx): void {
     const filter = parseControl(requestFilterSchema, Object.fromEntries(url.searchParams));
-    send(res, { status: 200, body: { requests: requests.list(filter) } });
+    send(res, { status: 200, body: { requests: this.requests.list(filter) } });
   }
 
-  const routes: Route[] = [
-    { method: 'POST', pattern: /^\/v1\/objects$/, handler: (ctx) => effectfulPost(OBJECTS_PATH, ctx, createObject) },
-    { method: 'GET', pattern: /^\/v1\/objects$/, handler: listObjects },
-    { method: 'GET', pattern: /^\/v1\/objects\/([^/]+)$/, handler: getObject },
-    { method: 'GET', pattern: /^\/v1\/idempotency_keys\/([^/]+)$/, handler: getIdempotencyKey },
-    { method: 'POST', pattern: /^\/social\/v1\/posts$/, handler: (ctx) => effectfulPost(POSTS_PATH, ctx, createPost) },
-    { method: 'GET', pattern: /^\/social\/v1\/posts$/, handler: listPosts },
-    { method: 'GET', pattern: /^\/social\/v1\/posts\/([^/]+)$/, handler: getPost },
-    { method: 'POST', pattern: /^\/_control\/faults$/, handler: addFaults },
+  private readonly routes: Route[] = [
+    {
+      method: 'POST',
+      pattern: /^\/v1\/objects$/,
+      handler: (ctx) => this.effectfulPost(OBJECTS_PATH, ctx, (req, before) => this.createObject(req, before)),
+    },
+    { method: 'GET', pattern: /^\/v1\/objects$/, handler: (ctx) => this.listObjects(ctx) },
+    { method: 'GET', pattern: /^\/v1\/objects\/([^/]+)$/, handler: (ctx) => this.getObject(ctx) },
+    { method: 'GET', pattern: /^\/v1\/idempotency_keys\/([^/]+)$/, handler: (ctx) => this.getIdempotencyKey(ctx) },
+    {
+      method: 'POST',
+      pattern: /^\/social\/v1\/posts$/,
+      handler: (ctx) => this.effectfulPost(POSTS_PATH, ctx, (req, before) => this.createPost(req, before)),
+    },
+    { method: 'GET', pattern: /^\/social\/v1\/posts$/, handler: (ctx) => this.listPosts(ctx) },
+    { method: 'GET', pattern: /^\/social\/v1\/posts\/([^/]+)$/, handler: (ctx) => this.getPost(ctx) },
+    { method: 'POST', pattern: /^\/_control\/faults$/, handler: (ctx) => this.addFaults(ctx) },
     {
       method: 'GET',
       pattern: /^\/_control\/faults$/,
-      handler: ({ res }) => send(res, { status: 200, body: { faults: faults.list() } }),
+      handler: ({ res }) => send(res, { status: 200, body: { faults: this.faults.list() } }),
     },
     {
       method: 'DELETE',
       pattern: /^\/_control\/faults$/,
-      handler: ({ res }) => send(res, { status: 200, body: { cleared: faults.clear() } }),
+      handler: ({ res }) => send(res, { status: 200, body: { cleared: this.faults.clear() } }),
     },
     {
       method: 'GET',
@@ -355,7 +369,12 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       handler: ({ res }) =>
         send(res, {
           status: 200,
-          body: { posts: { ...postCounts }, objects: objects.size, socialPosts: posts.size, keys: keys.size },
+          body: {
+            posts: { ...this.postCounts },
+            objects: this.objects.size,
+            socialPosts: this.posts.size,
+            keys: this.keys.size,
+          },
         }),
     },
     {
@@ -363,46 +382,46 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       method: 'GET',
       pattern: /^\/_control\/social-posts$/,
       handler: ({ res }) =>
-        send(res, { status: 200, body: { data: posts.newestFirst({ limit: Number.MAX_SAFE_INTEGER }).page } }),
+        send(res, { status: 200, body: { data: this.posts.newestFirst({ limit: Number.MAX_SAFE_INTEGER }).page } }),
     },
-    { method: 'POST', pattern: /^\/_control\/social-posts$/, handler: crowdSocialFeed },
+    { method: 'POST', pattern: /^\/_control\/social-posts$/, handler: (ctx) => this.crowdSocialFeed(ctx) },
     {
       // Answers held by delay faults go out now (a test releases what it held back when it is ready).
       method: 'POST',
       pattern: /^\/_control\/release-delays$/,
-      handler: ({ res }) => send(res, { status: 200, body: { released: delays.releaseAll() } }),
+      handler: ({ res }) => send(res, { status: 200, body: { released: this.delays.releaseAll() } }),
     },
     {
       method: 'GET',
       pattern: /^\/_control\/delays$/,
-      handler: ({ res }) => send(res, { status: 200, body: { held: delays.size } }),
+      handler: ({ res }) => send(res, { status: 200, body: { held: this.delays.size } }),
     },
     // The provider's request log: every request to its API, with the fault applied and the answer.
-    { method: 'GET', pattern: /^\/_control\/requests$/, handler: listRequests },
+    { method: 'GET', pattern: /^\/_control\/requests$/, handler: (ctx) => this.listRequests(ctx) },
     {
       method: 'DELETE',
       pattern: /^\/_control\/requests$/,
-      handler: ({ res }) => send(res, { status: 200, body: { cleared: requests.clear() } }),
+      handler: ({ res }) => send(res, { status: 200, body: { cleared: this.requests.clear() } }),
     },
-    { method: 'POST', pattern: /^\/_control\/reset$/, handler: reset },
-    { method: 'POST', pattern: /^\/_control\/retention$/, handler: setRetention },
+    { method: 'POST', pattern: /^\/_control\/reset$/, handler: (ctx) => this.reset(ctx) },
+    { method: 'POST', pattern: /^\/_control\/retention$/, handler: (ctx) => this.setRetention(ctx) },
     {
       method: 'GET',
       pattern: /^\/_control\/retention$/,
-      handler: ({ res }) => send(res, { status: 200, body: { keyRetentionMs: keys.retentionMs } }),
+      handler: ({ res }) => send(res, { status: 200, body: { keyRetentionMs: this.keys.retentionMs } }),
     },
   ];
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(`http://simulator${req.url ?? '/'}`);
     if (!url.pathname.startsWith('/_control/')) {
       const rawKey = req.headers['idempotency-key'];
       const key = rawKey === undefined ? null : Array.isArray(rawKey) ? rawKey.join(', ') : rawKey;
-      const entry = requests.start(req.method ?? '', url.pathname, url.search.slice(1), key);
+      const entry = this.requests.start(req.method ?? '', url.pathname, url.search.slice(1), key);
       logged.set(req, entry);
       logged.set(res, entry);
     }
-    const candidates = routes.filter((r) => r.pattern.test(url.pathname));
+    const candidates = this.routes.filter((r) => r.pattern.test(url.pathname));
     const found = candidates.find((r) => r.method === req.method);
     if (!found) {
       if (candidates.length === 0)
@@ -413,7 +432,7 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
         { allow: candidates.map((r) => r.method).join(', ') },
       );
     }
-    if (req.method === 'GET' && !url.pathname.startsWith('/_control/') && faults.take(url.pathname, true)) {
+    if (req.method === 'GET' && !url.pathname.startsWith('/_control/') && this.faults.take(url.pathname, true)) {
       const entry = logged.get(req);
       if (entry) entry.fault = 'read_error_500';
       throw new HttpError(500, { type: 'api_error', message: 'Internal error while reading (injected fault).' });
@@ -421,9 +440,12 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
     const raw = found.pattern.exec(url.pathname)?.[1];
     await found.handler({ req, res, url, param: raw === undefined ? '' : decodeParam(raw) });
   }
+}
 
+export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): ProviderSimulator {
+  const world = new ProviderWorld(opts);
   const server = http.createServer((req, res) => {
-    route(req, res).catch((err: unknown) => {
+    world.route(req, res).catch((err: unknown) => {
       if (err instanceof DelayCancelledError) {
         const entry = logged.get(res);
         if (entry) settle(entry, 'cancelled');
@@ -454,7 +476,7 @@ export function createProviderSimulator(opts: ProviderSimulatorOptions = {}): Pr
       });
     },
     close() {
-      delays.cancelAll();
+      world.delays.cancelAll();
       return new Promise<void>((resolve) => {
         server.close(() => resolve()); // also resolves (with an error we ignore) if never listening
         for (const socket of sockets) socket.destroy();
