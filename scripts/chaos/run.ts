@@ -179,6 +179,15 @@ export async function verify(
   });
   // Approvals that answered but left nothing in the ledger would be lost too.
   const violations = [...real.violations];
+  // A worker process must survive what the run does to its surroundings (a dropped database connection, say).
+  for (const crash of stack.crashes) {
+    const why = crash.tail.match(/^(\w*Error: .*)$/m)?.[1] ?? crash.tail.trim().split('\n').at(-1) ?? '';
+    violations.push({
+      kind: 'worker_crash',
+      effectId: null,
+      detail: `worker ${crash.slot} exited ${crash.exit} on its own: ${why}`,
+    });
+  }
   if (model) {
     const inLedger = new Set(
       (
@@ -244,7 +253,8 @@ export function summarize(v: RunVerdict): string[] {
     `  invariants: duplicates ${c.duplicate}, lost ${lost}, stuck ${c.stuck} (explained by the run: ${v.stuck.filter((s) => !s.story.startsWith('unexplained')).length}), ` +
       `objects without a fact ${c.object_without_fact + c.object_without_effect}, facts without their object ${c.fact_object_missing + c.fact_object_differs}, ` +
       `keys not from the effect ID ${c.foreign_key}, requests before their attempt row ${v.audit.checked.requests === null ? 'not checked' : c.request_before_attempt}, ` +
-      `door violations ${v.violations.filter((x) => x.kind.endsWith('_door')).length}`,
+      `door violations ${v.violations.filter((x) => x.kind.endsWith('_door')).length}, ` +
+      `workers that died on their own ${v.violations.filter((x) => x.kind === 'worker_crash').length}`,
     `  checked: ${v.audit.checked.effects} effects, ${v.audit.checked.facts} facts, ${v.audit.checked.objects} objects, ${v.audit.checked.workflows ?? '-'} workflows, ${v.audit.checked.requests ?? '-'} provider requests`,
     ...v.audit.skipped.map((s) => `  skipped ${s}`),
     ...v.audit.inProgress.map((p) => `  open ${p.effectId}: ${p.stage}, awaiting ${p.awaiting ?? 'nothing'}`),

@@ -92,6 +92,7 @@ export class ChaosStack {
   async reset(tag: string): Promise<void> {
     await this.stopWorkers();
     for (const key of Object.keys(this.stats) as (keyof ChaosStack['stats'])[]) this.stats[key] = 0;
+    this.crashes.length = 0;
     await this.ledger?.close();
     if (this.dbName) await this.dropDatabase();
     await fetch(`${this.simulator.url}/_control/reset`, { method: 'POST' });
