@@ -38,13 +38,13 @@ describe('effect audit', () => {
       body: JSON.stringify(body),
     });
 
-  test('a recorded effect: no findings, exit 0; the missing request log is said to be skipped', async () => {
+  test("a recorded effect: no findings, exit 0, the provider's request log checked too", async () => {
     await runEffect(stack, taskRequest('audit:task-1', 'request-1'));
     await runEffect(stack, postRequest('audit:post-1', 'hello'));
     const { code, report, stderr } = await auditCli();
     assert.equal(code, 0, stderr);
     assert.deepEqual(report.findings, []);
-    assert.ok(report.skipped.some((s) => s.includes('request')));
+    assert.ok(!report.skipped.some((s) => s.includes('request')), `skipped: ${report.skipped.join('; ')}`);
   });
 
   test('planted drift is reported, and the exit code is 6', async () => {
@@ -61,10 +61,14 @@ describe('effect audit', () => {
     const { code, report } = await auditCli();
     assert.equal(code, 6);
     const kinds = report.findings.map((f) => `${f.kind} ${f.effectId}`).sort();
+    // The planted second object shows at the provider (a duplicate under a foreign key) and in its request
+    // log (a foreign key again, and a request no attempt row preceded).
     assert.deepEqual(kinds, [
       'duplicate audit:task-1',
       'foreign_key audit:task-1',
+      'foreign_key audit:task-1',
       'object_without_effect audit:ghost',
+      'request_before_attempt audit:task-1',
       'stuck audit:task-2',
     ]);
     const scoped = await auditCli('--destination', 'social-feed');

@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { keyedApiRecords } from '../scripts/audit/destination-records.js';
 import { newReal, type Real } from '../scripts/chaos/commands.js';
 import {
   explainedStuck,
@@ -115,21 +114,18 @@ describe('the checker bites on broken variants', () => {
     assert.ok(violationsOf(verdict).length > 0);
   });
 
-  test('the key carries the attempt: a slow commit, then a retry under a fresh key → two objects', {
+  test('the key carries the attempt: every request under a key not derived from the effect ID is reported', {
     timeout: 300_000,
   }, async () => {
     const verdict = await withVariant('key-from-attempt', async ({ stack, prefix }) => {
-      // Held past the call timeout: the attempt is unknown, readback sees nothing yet, the automatic retry
-      // goes out under a new key, and then the first request commits too.
+      // Held past the call timeout: the attempt is unknown and a retry follows under the variant's new key.
+      // (v3's in-flight window and fresh readback find the first object before the retry leaves, so even this
+      // broken key makes no second object here; the checker must still see the key.)
       await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 4000 });
       await stack.effects.approve(task(`${prefix}-1`, 'request-1'));
-      const records = keyedApiRecords(stack.simulator.url);
-      const deadline = Date.now() + 60_000;
-      while ((await records.objects()).length < 2 && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 500));
+      await within(stack.effects.result(`${prefix}-1`), 60_000);
     });
     assert.ok(verdict.audit.counts.foreign_key >= 1, summarize(verdict).join('\n'));
-    assert.ok(verdict.audit.counts.duplicate >= 1, summarize(verdict).join('\n'));
   });
 
   test('readback trusts a title: a look-alike is taken for ours', { timeout: 300_000 }, async () => {

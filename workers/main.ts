@@ -10,6 +10,30 @@ import { loadTemporalConfig, providerUrl } from './config.js';
 import { createEffectWorker } from './effect-worker.js';
 import { ensureReconcilerSchedule } from './ledger-reconciler.js';
 
+// A database connection cut under a query (an operator's pg_terminate_backend, a failover) costs only the
+// activities that used it: they fail, and are retried or become UNKNOWN. A stray rejection the driver
+// raises for the dead connection must not take the whole worker, and every call it has in flight, down.
+const CONNECTION_LOST = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '08000',
+  '08003',
+  '08006',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'ECONNRESET',
+]);
+process.on('unhandledRejection', (reason) => {
+  const code = (reason as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && CONNECTION_LOST.has(code)) {
+    process.stderr.write(`${JSON.stringify({ level: 'warn', msg: 'ledger connection lost under a query', code })}\n`);
+    return;
+  }
+  throw reason;
+});
+
 const config = loadTemporalConfig();
 const reconcileEveryMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
 const ledger = openLedger(databaseUrl(), { max: 10 });
