@@ -15,7 +15,6 @@ import type { DecisionKind } from '../domain/decisions.js';
 import { type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError } from '../ledger/errors.js';
-import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { type EffectRow, registerEffect } from '../ledger/registration.js';
 import {
   type EffectTrail,
@@ -41,7 +40,7 @@ import {
   effectStageKey,
   effectSummaryKey,
 } from '../workflows/search-attributes.js';
-import { validateEffectRequest } from './effect-request.js';
+import { approvalRecords, validateEffectRequest } from './effect-request.js';
 
 export interface EffectLedgerClientOptions {
   client: Client;
@@ -84,25 +83,8 @@ export class EffectLedgerClient {
   constructor(private readonly options: EffectLedgerClientOptions) {}
 
   async approve(request: unknown): Promise<ApprovalResult> {
-    const valid = validateEffectRequest(request);
-    // The exact package that will leave is fixed now, with the approval, and never rebuilt.
-    const releasedPackage = valid.contract.buildPackage(valid.effectId, valid.operation, valid.payload);
-    const { effect, created } = await registerEffect(
-      this.options.db,
-      {
-        effectId: valid.effectId,
-        destination: valid.destination,
-        operation: valid.operation,
-        fingerprint: valid.fingerprint,
-        payload: valid.payload,
-        approvedBy: valid.approvedBy,
-        authorizationRef: valid.authorizationRef,
-        summary: valid.summary,
-        mechanism: valid.contract.mechanism,
-        keyRetentionSeconds: valid.contract.keyRetentionSeconds,
-      },
-      { package: releasedPackage, bodySha256: sha256Hex(canonicalJson(releasedPackage.body)) },
-    );
+    const { registration, release } = approvalRecords(validateEffectRequest(request));
+    const { effect, created } = await registerEffect(this.options.db, registration, release);
     const stage = effect.stage as EffectStage;
     if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
 

@@ -6,7 +6,8 @@ import type { DestinationContract } from '../domain/destination-contract.js';
 import { EFFECT_ID_PATTERN, EFFECT_ID_RULE } from '../domain/effect-id.js';
 import { cutText, findJsonProblem, MAX_JSON_DEPTH, RESERVED_KEYS, textProblem } from '../domain/storable.js';
 import { InvalidEffectRequestError } from '../ledger/errors.js';
-import { canonicalJson, effectFingerprint, NotJsonError } from '../ledger/fingerprint.js';
+import { canonicalJson, effectFingerprint, NotJsonError, sha256Hex } from '../ledger/fingerprint.js';
+import type { EffectRegistration, InitialRelease } from '../ledger/registration.js';
 
 /** The payload's canonical JSON may not exceed this many bytes. */
 export const MAX_PAYLOAD_BYTES = 16 * 1024;
@@ -135,5 +136,31 @@ export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
     contract,
     fingerprint: effectFingerprint(request),
     summary: oneLine(request.summary ?? contract.describe(request.operation, request.payload)),
+  };
+}
+
+/**
+ * What approval writes: the effect's registration, and the exact package that will leave — fixed now, with
+ * the approval, and never rebuilt (its immutable release).
+ */
+export function approvalRecords(valid: ValidatedEffectRequest): {
+  registration: EffectRegistration;
+  release: InitialRelease;
+} {
+  const pkg = valid.contract.buildPackage(valid.effectId, valid.operation, valid.payload);
+  return {
+    registration: {
+      effectId: valid.effectId,
+      destination: valid.destination,
+      operation: valid.operation,
+      fingerprint: valid.fingerprint,
+      payload: valid.payload,
+      approvedBy: valid.approvedBy,
+      authorizationRef: valid.authorizationRef,
+      summary: valid.summary,
+      mechanism: valid.contract.mechanism,
+      keyRetentionSeconds: valid.contract.keyRetentionSeconds,
+    },
+    release: { package: pkg, bodySha256: sha256Hex(canonicalJson(pkg.body)) },
   };
 }

@@ -17,6 +17,7 @@ import { migrateLedger } from '../ledger/migrate.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
 import { startDevServer } from './dev-server.js';
+import { freePort } from './free-port.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
@@ -67,18 +68,6 @@ class TrackingEffectLedgerClient extends EffectLedgerClient {
     if (typeof effectId === 'string') this.approved.add(effectId);
     return super.approve(request);
   }
-}
-
-/** A port nothing listens on right now (the dev server binds it a moment later). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;

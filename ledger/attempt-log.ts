@@ -6,17 +6,12 @@ import type { ReleasedPackage } from '../domain/destination-contract.js';
 import type { OutcomeClass } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
+import type { AttemptInput } from './progress.js';
 
 const terminal = sql.raw(TERMINAL_STAGES.map((stage) => `'${stage}'`).join(', '));
 
-export interface AttemptIntent {
-  effectId: string;
-  step: string;
-  attemptNumber: number;
-  idempotencyKey: string;
-  releaseRevision: number;
-  workflowRunId: string;
-}
+/** The attempt to write: the same row progress.ts's recordAttempt writes for v1/v2 runs. */
+export type AttemptIntent = AttemptInput;
 
 /** What the ledger held when the attempt was asked for, and the attempt if it was written. */
 export interface AttemptBegun {

@@ -3,12 +3,11 @@
 // resumed run reads back before it sends anything. The ledger reconciler (a Temporal Schedule) does it.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { validateEffectRequest } from '../client/effect-request.js';
+import { approvalRecords, validateEffectRequest } from '../client/effect-request.js';
 import { objectsFor } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
 import { waitFor } from '../harness/wait-for.js';
-import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { registerEffect } from '../ledger/registration.js';
 import { readEffect } from '../ledger/trail.js';
 import { ensureReconcilerSchedule, LEDGER_RECONCILER_SCHEDULE_ID } from '../workers/ledger-reconciler.js';
@@ -40,24 +39,8 @@ describe('never lost: the ledger reconciler resumes unfinished effects', { timeo
 
   /** What approve() writes before it starts the workflow: the state an approver that died leaves behind. */
   async function registerWithoutWorkflow(request: ReturnType<typeof taskRequest>) {
-    const valid = validateEffectRequest(request);
-    const pkg = valid.contract.buildPackage(valid.effectId, valid.operation, valid.payload);
-    await registerEffect(
-      stack.ledger.db,
-      {
-        effectId: valid.effectId,
-        destination: valid.destination,
-        operation: valid.operation,
-        fingerprint: valid.fingerprint,
-        payload: valid.payload,
-        approvedBy: valid.approvedBy,
-        authorizationRef: valid.authorizationRef,
-        summary: valid.summary,
-        mechanism: valid.contract.mechanism,
-        keyRetentionSeconds: valid.contract.keyRetentionSeconds,
-      },
-      { package: pkg, bodySha256: sha256Hex(canonicalJson(pkg.body)) },
-    );
+    const { registration, release } = approvalRecords(validateEffectRequest(request));
+    await registerEffect(stack.ledger.db, registration, release);
   }
 
   test('the schedule is registered once, visible to operators', async () => {

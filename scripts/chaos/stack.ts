@@ -12,6 +12,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import postgres from 'postgres';
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import { startDevServer } from '../../harness/dev-server.js';
+import { freePort } from '../../harness/free-port.js';
 import { type SimulatorProcess, startSimulator } from '../../harness/simulator/client.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
 import { type Ledger, openLedger } from '../../ledger/db.js';
@@ -33,17 +34,6 @@ export interface ChaosStackOptions {
   workerEntry?: string;
   workerEnv?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export class ChaosStack {
