@@ -2,7 +2,6 @@
 // free port, a fresh PostgreSQL database with the committed migrations, the provider simulator as its
 // own process, and workers built from the same code the worker process runs. stop() removes it all.
 import { randomBytes } from 'node:crypto';
-import { type AddressInfo, createServer } from 'node:net';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';

@@ -45,7 +45,7 @@ export interface RunVerdict {
   stackStats: ChaosStack['stats'];
   audit: AuditReport;
   violations: Violation[];
-  /** Effects with no running workflow, and how each came to be so (expected until the reconciler lands). */
+  /** Effects with no running workflow at the end, and how each came to be so (the reconciler should have resumed them). */
   stuck: Array<{ effectId: string; story: string }>;
   notes: string[];
   /** For each effect with a finding: what happened to it, in order (ledger trail, objects, what the run did). */
@@ -68,23 +68,18 @@ export interface SeedOutcome {
   wallMs: number;
 }
 
-/** Findings about an effect the run itself left without a workflow: stuck, and what follows from that. */
-const FOLLOW_FROM_STUCK = new Set(['stuck', 'object_without_fact', 'lost']);
-
 /** Effects stuck because of what the run did to them (an approver killed, a run terminated). */
 export function explainedStuck(v: RunVerdict): Set<string> {
   return new Set(v.stuck.filter((s) => !s.story.startsWith('unexplained')).map((s) => s.effectId));
 }
 
 /**
- * Which findings fail a run. Stuck is reported, but tolerated (until the reconciler lands) for effects the
- * run itself left without a workflow, with what follows from it (their object without a fact).
+ * Which findings fail a run: every one. An effect the run itself left without a workflow (an approver
+ * killed, a run terminated) must have been resumed by the ledger reconciler by the end of the settle
+ * phase; its story still says how it got there.
  */
 export function violationsOf(v: RunVerdict): Violation[] {
-  const expectedStuck = explainedStuck(v);
-  const fromAudit = v.audit.findings
-    .filter((f) => !(FOLLOW_FROM_STUCK.has(f.kind) && f.effectId && expectedStuck.has(f.effectId)))
-    .map((f) => ({ kind: f.kind, effectId: f.effectId, detail: f.detail }));
+  const fromAudit = v.audit.findings.map((f) => ({ kind: f.kind, effectId: f.effectId, detail: f.detail }));
   return [...v.violations, ...fromAudit];
 }
 

@@ -4,7 +4,6 @@
 // that dies — SIGKILLed by the run, or on its own — is started again).
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -132,7 +131,12 @@ export class ChaosStack {
       this.simulator.url,
       {
         ...(this.options.workerEntry ? { entry: this.options.workerEntry } : {}),
-        env: { ...this.childEnvironment(WORKER_APPLICATION_NAME), ...this.options.workerEnv },
+        // The ledger reconciler compares the ledger with Temporal every 3 s here (a minute by default).
+        env: {
+          ...this.childEnvironment(WORKER_APPLICATION_NAME),
+          EFFECT_LEDGER_RECONCILE_EVERY_MS: '3000',
+          ...this.options.workerEnv,
+        },
       },
     );
     this.workers[slot] = worker;
