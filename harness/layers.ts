@@ -1,0 +1,56 @@
+// The layers: every top-level folder is one, and imports only point down (README, "Layout"). The rules
+// live here so the layers test and `npm run structure` apply the same ones.
+import { posix } from 'node:path';
+
+/** Bottom to top. A folder may import from its own layer's folder or from any layer below it. */
+export const LAYERS: readonly (readonly string[])[] = [
+  ['domain'],
+  ['ledger'],
+  ['activities'],
+  ['workflows'],
+  ['client'],
+  ['workers'],
+  ['harness'],
+  ['scripts'],
+  ['test'],
+];
+
+export const rank = (folder: string) => LAYERS.findIndex((layer) => layer.includes(folder));
+
+export interface ImportEdge {
+  from: string;
+  to: string;
+  typeOnly: boolean;
+}
+
+/** Relative imports of a TypeScript source, resolved to repository paths. */
+export function importsOf(file: string, source: string): ImportEdge[] {
+  const edges: ImportEdge[] = [];
+  const statement = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s+)?'([^']+)'/g;
+  for (const match of source.matchAll(statement)) {
+    const spec = match[3] ?? '';
+    if (!spec.startsWith('.')) continue;
+    edges.push({ from: file, to: posix.normalize(posix.join(posix.dirname(file), spec)), typeOnly: Boolean(match[2]) });
+  }
+  for (const match of source.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g)) {
+    edges.push({ from: file, to: posix.normalize(posix.join(posix.dirname(file), match[1] ?? '')), typeOnly: false });
+  }
+  return edges;
+}
+
+/** Imports that run back up a layer, or sideways between two folders of one layer. */
+export function upwardImports(edges: readonly ImportEdge[]): string[] {
+  const top = (path: string) => path.split('/')[0] ?? '';
+  return edges
+    .filter(({ from, to }) => top(from) !== top(to))
+    .filter(({ from, to }) => rank(top(to)) < 0 || rank(top(to)) >= rank(top(from)))
+    .map(({ from, to }) => `${from} → ${to}`);
+}
+
+/** Workflow sandbox code: values only from the domain and the workflow folder; other layers as types only. */
+export function bundleLeaks(edges: readonly ImportEdge[]): string[] {
+  return edges
+    .filter(({ from }) => from.startsWith('workflows/'))
+    .filter(({ to, typeOnly }) => !typeOnly && !to.startsWith('workflows/') && !to.startsWith('domain/'))
+    .map(({ from, to }) => `${from} → ${to}`);
+}
