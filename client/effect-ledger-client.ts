@@ -153,13 +153,14 @@ export class EffectLedgerClient {
    * `olderThanMs`) whose workflow is not running gets a run again. Temporal's visibility narrows the
    * candidates; each is confirmed with a describe before it is started.
    */
-  async resumeStranded(olderThanMs = 30_000): Promise<{ checked: number; resumed: string[] }> {
+  async resumeStranded(olderThanMs = 30_000, onProgress?: () => void): Promise<{ checked: number; resumed: string[] }> {
     const open = await listUnfinishedEffects(this.options.db, olderThanMs);
     const running = new Set<string>();
     const query = `WorkflowType = '${EFFECT_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running'`;
     for await (const execution of this.options.client.workflow.list({ query })) running.add(execution.workflowId);
     const resumed: string[] = [];
     for (const effect of open) {
+      onProgress?.();
       if (running.has(effect.effectId) || (await this.isRunning(effect.effectId))) continue;
       // Its last run may have finished it since the list was read: the ledger decides, read afresh.
       const now = await readEffect(this.options.db, effect.effectId);

@@ -37,7 +37,7 @@ function lostOf(v: RunVerdict): number {
 }
 
 describe('chaos run', () => {
-  test(`seeds ${SEEDS.join(', ')}: ~40 effects, one kill each → no duplicates, nothing lost`, {
+  test(`seeds ${SEEDS.join(', ')}: ~40 effects, one kill each → no duplicates, nothing lost, nothing stuck`, {
     timeout: 1_200_000,
   }, async () => {
     const outcomes = await runChaos({
@@ -51,7 +51,7 @@ describe('chaos run', () => {
       workers: 2,
       callTimeoutMs: 2000,
       settleMs: 120_000,
-      reconcileMs: 15_000,
+      reconcileMs: 30_000,
       shrinkMs: 0,
       log,
     });
@@ -59,13 +59,13 @@ describe('chaos run', () => {
     for (const outcome of outcomes) {
       const verdict = outcome.verdict;
       assert.ok(verdict, `seed ${outcome.seed} produced no verdict: ${outcome.error}`);
-      const unexplainedStuck = verdict.audit.findings.filter(
-        (f) => f.kind === 'stuck' && !(f.effectId && explainedStuck(verdict).has(f.effectId)),
-      );
+      // Whatever left an effect without a workflow (an approver killed, a run terminated), the ledger
+      // reconciler has resumed it by now.
+      const stuck = verdict.audit.findings.filter((f) => f.kind === 'stuck');
       const story = summarize(verdict).join('\n');
       assert.equal(verdict.audit.counts.duplicate, 0, `seed ${outcome.seed}: duplicates\n${story}`);
       assert.equal(lostOf(verdict), 0, `seed ${outcome.seed}: lost effects\n${story}`);
-      assert.equal(unexplainedStuck.length, 0, `seed ${outcome.seed}: stuck for no reason the run made\n${story}`);
+      assert.equal(stuck.length, 0, `seed ${outcome.seed}: stuck, not resumed by the reconciler\n${story}`);
     }
   });
 });

@@ -1,6 +1,7 @@
 // Keeps every unfinished effect moving: a Temporal Schedule (visible in the Web UI under Schedules) runs
 // the ledger reconciler workflow every period; its activity, hosted here with a Temporal client,
 // resumes effects the ledger shows as not terminal and Temporal shows as not running.
+import { Context } from '@temporalio/activity';
 import { type Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { LEDGER_RECONCILER_WORKFLOW_TYPE, type LedgerReconcilerActivities } from '../workflows/ledger-reconciler.js';
@@ -8,7 +9,9 @@ import { LEDGER_RECONCILER_WORKFLOW_TYPE, type LedgerReconcilerActivities } from
 export const LEDGER_RECONCILER_SCHEDULE_ID = 'effect-ledger-reconciler';
 
 export function createReconcilerActivities(effects: EffectLedgerClient): LedgerReconcilerActivities {
-  return { resumeStrandedEffects: (olderThanMs) => effects.resumeStranded(olderThanMs) };
+  return {
+    resumeStrandedEffects: (olderThanMs) => effects.resumeStranded(olderThanMs, () => Context.current().heartbeat()),
+  };
 }
 
 export interface ReconcilerSchedule {
@@ -31,7 +34,8 @@ export async function ensureReconcilerSchedule(client: Client, schedule: Reconci
         taskQueue: schedule.taskQueue,
         args: [schedule.olderThanMs],
       },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: schedule.everyMs },
+      // Passes may overlap (one stuck on a dead worker must not hold the next back); starting is idempotent.
+      policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL, catchupWindow: schedule.everyMs },
       memo: { purpose: 'resume effects the ledger shows as unfinished and Temporal as not running' },
     });
   } catch (error) {

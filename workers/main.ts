@@ -55,8 +55,20 @@ try {
     destinations: createDestinations({ providerUrl: providerUrl() }),
     effects,
   });
+  // The same pass from every worker process on a timer as well: the schedule is what operators see, but in
+  // one chaos seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent.
+  const olderThanMs = Math.min(30_000, reconcileEveryMs);
+  const localPass = setInterval(() => {
+    effects.resumeStranded(olderThanMs).catch((error: unknown) => {
+      process.stderr.write(
+        `${JSON.stringify({ level: 'warn', msg: 'ledger reconciler pass failed', error: String(error) })}\n`,
+      );
+    });
+  }, reconcileEveryMs);
+  localPass.unref();
   // Worker.run() stops gracefully on SIGINT/SIGTERM (the SDK installs those handlers).
   await worker.run();
+  clearInterval(localPass);
 } finally {
   await Promise.allSettled([connection.close(), clientConnection.close()]);
   await ledger.close();

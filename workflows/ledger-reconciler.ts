@@ -10,8 +10,10 @@ export interface LedgerReconcilerActivities {
   resumeStrandedEffects(olderThanMs: number): Promise<{ checked: number; resumed: string[] }>;
 }
 
+// Short and heartbeating: a worker killed mid-pass must not hold the next passes back for long.
 const { resumeStrandedEffects } = proxyActivities<LedgerReconcilerActivities>({
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '10 seconds',
   retry: { maximumAttempts: 3 },
 });
 
