@@ -17,7 +17,7 @@ import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import cliProgress from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
-import { createDestinations } from '../activities/destinations/registry.js';
+import { createDestinations, destinationContracts } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import type { BareEffectInput } from '../harness/bench/bare-activities.js';
 import type { bareEffect } from '../harness/bench/bare-workflow.js';
@@ -447,6 +447,8 @@ async function waitingPhase(bench: Bench) {
     db: bench.stack.ledger.db,
     taskQueue: bench.stack.taskQueue,
     readbackIntervalMs: config.growthIntervalMs,
+    // A fixed interval (no backoff) to measure the bytes one readback cycle adds.
+    readbackMaxIntervalMs: config.growthIntervalMs,
     // No continue-as-new inside the window: growth is measured within one run.
     readbacksPerRun: 1_000_000,
   });
@@ -468,8 +470,13 @@ async function waitingPhase(bench: Bench) {
   const readbacks = same.reduce((s, [a, b]) => s + b.readbacks - a.readbacks, 0);
   const bytesPerReadback = readbacks ? bytes / readbacks : Number.NaN;
   const measuredReadbacksPerHour = (readbacks / (same.length || 1) / windowS) * 3600;
-  // At the configured interval a readback's own duration (milliseconds) is negligible: one per interval.
-  const readbacksPerHour = 3_600_000 / config.waitingIntervalMs;
+  // v3 backs off while a person is awaited: from the interval, doubling, up to the destination's cap; over a
+  // day the cap is the interval (a readback's own duration, milliseconds, is negligible).
+  const steadyIntervalMs = Math.max(
+    config.waitingIntervalMs,
+    destinationContracts['social-feed']?.readbackMaxIntervalMs ?? 0,
+  );
+  const readbacksPerHour = 3_600_000 / steadyIntervalMs;
   const listingPagesPerReadback = 2; // social-feed scans at most 100 posts, 50 per page
   return {
     effects: n,
@@ -490,7 +497,7 @@ async function waitingPhase(bench: Bench) {
       readbacksPerHourPerEffect: readbacksPerHour,
       historyBytesPerEffectPerDay: bytesPerReadback * readbacksPerHour * 24,
       readbackRequestsPerHourPerEffect: { atMost: readbacksPerHour * listingPagesPerReadback, listingPagesPerReadback },
-      scaling: `history bytes per readback cycle measured at a ${config.growthIntervalMs} ms interval over ${windowS.toFixed(0)} s, times the ${(86_400_000 / config.waitingIntervalMs).toFixed(0)} readbacks a day at ${config.waitingIntervalMs} ms; continue-as-new (every readbacksPerRun readbacks) bounds one run's history, not the bytes written per day`,
+      scaling: `history bytes per readback cycle measured at a ${config.growthIntervalMs} ms interval over ${windowS.toFixed(0)} s, times the ${(86_400_000 / steadyIntervalMs).toFixed(0)} readbacks a day once the backoff reaches its ${steadyIntervalMs} ms cap; continue-as-new (every readbacksPerRun readbacks) bounds one run's history, not the bytes written per day`,
     },
   };
 }
