@@ -7,8 +7,9 @@ import type { OutcomeClass } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
 import type { AttemptInput } from './progress.js';
+import { oneOf } from './sql-words.js';
 
-const terminal = sql.raw(TERMINAL_STAGES.map((stage) => `'${stage}'`).join(', '));
+const terminal = oneOf(TERMINAL_STAGES);
 
 /** The attempt to write: the same row progress.ts's recordAttempt writes for v1/v2 runs. */
 export type AttemptIntent = AttemptInput;

@@ -22,12 +22,10 @@ import { EFFECT_ID_SOURCE } from '../domain/effect-id.js';
 import { MAIN_STEP, STEP_SEPARATOR, STEP_SOURCE } from '../domain/idempotency-key.js';
 import { CONFIRMATION_METHODS, COVERAGES, EVIDENCE_KINDS, EVIDENCE_OUTCOMES } from '../domain/outcomes.js';
 import { EFFECT_STAGES } from '../domain/stages.js';
+import { literal, oneOf, pattern } from './sql-words.js';
 
 // The CHECKs below are built from the domain's word lists and patterns, so a new stage or decision kind
 // is one edit there (then `npm run db:generate` writes the migration that widens the CHECK).
-const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
-const oneOf = (words: readonly string[]) => sql.raw(words.map(literal).join(', '));
-const pattern = (source: string) => sql.raw(literal(source));
 
 /** One approved, externally observable change. Its ID is issued at approval and never reused. */
 export const effects = pgTable(
