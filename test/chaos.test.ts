@@ -3,11 +3,13 @@
 // its ledger write, a run terminated from the outside, human decisions — reports no duplicate and nothing
 // lost (effects the run itself left without a workflow are reported as stuck, with their story, until a
 // reconciler resumes them). (2) The same checker, against deliberately broken workers
-// (test/support/variant-worker.ts wraps the real adapters), reports violations for each break.
-// A third break, "retry without a fresh readback", needs workflow changes and is not built here.
+// (test/support/variant-worker.ts wraps the real adapters, or bundles the workflow with one line changed),
+// reports violations for each break.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { postRequest } from '../harness/sample-requests.js';
+import { waitFor } from '../harness/wait-for.js';
 import { newReal, type Real } from '../scripts/chaos/commands.js';
 import {
   explainedStuck,
@@ -144,5 +146,30 @@ describe('the checker bites on broken variants', () => {
       failing.some((f) => f.effectId === `variant-title-readback-18`),
       `request-18 is not among the findings:\n${summarize(verdict).join('\n')}`,
     );
+  });
+
+  test('a retry without a fresh readback: the post still in flight is sent twice', { timeout: 300_000 }, async () => {
+    const verdict = await withVariant('no-fresh-readback', async ({ stack, prefix }) => {
+      const effectId = `${prefix}-1`;
+      // The provider holds our post past the call timeout (it will commit it): the attempt is unknown, and
+      // readback cannot call it absent while it may still be in flight.
+      await stack.simulator.fault('delay_before_commit', { path: '/social/v1/posts', delayMs: 60_000 });
+      await stack.effects.approve(postRequest(effectId, 'Launch, once'));
+      await waitFor(async () => {
+        const { live } = await stack.effects.status(effectId);
+        return live?.stage === 'unknown' && live.awaiting?.includes('may still be in flight');
+      }, `${effectId} waiting out its in-flight window`);
+      // An operator approves a retry at once, as the guide allows. The real workflow waits the window out
+      // and reads back first (test/unknown-episodes.test.ts); this variant sends again at once.
+      const answer = await stack.effects.decide(effectId, 'approve-retry', {
+        actor: 'ops@example.com',
+        reason: 'looks lost',
+      });
+      assert.equal(answer.accepted, true);
+      await within(stack.effects.result(effectId), 60_000);
+      assert.equal(await stack.simulator.releaseDelays(), 1, 'the provider commits our first post now');
+    });
+    assert.ok(verdict.audit.counts.duplicate >= 1, summarize(verdict).join('\n'));
+    assert.ok(violationsOf(verdict).some((f) => f.effectId === 'variant-no-fresh-readback-1'));
   });
 });

@@ -4,6 +4,8 @@
 // keeps refusing that nobody can stop.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createDestinations } from '../activities/destinations/registry.js';
+import type { DestinationAdapter } from '../domain/destination-contract.js';
 import { assertProviderSaw, liveStatus, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest } from '../harness/sample-requests.js';
@@ -180,6 +182,51 @@ describe('UNKNOWN episodes: grace, stale decisions, update IDs, abandon while re
       const { trail } = await stack.effects.status(effectId);
       assert.equal(trail.effect.stage, 'abandoned');
       assert.equal(trail.fact, null);
+    },
+  );
+
+  test(
+    'a deploy that changes how a package is built does not wedge an effect waiting in unknown: the stored release is sent',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'post:redeployed';
+      // Lost before the provider stored it: readback proves absence, and a key-less post awaits a person.
+      await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+      await stack.withWorker(async () => {
+        await stack.effects.approve(postRequest(effectId, 'Launch, as approved'));
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+      });
+      // The new worker's social-feed adapter builds other bodies (a new field, the text rewritten).
+      const redeployed = (providerUrl: string) => {
+        const real = createDestinations({ providerUrl });
+        const social = real['social-feed'];
+        assert.ok(social);
+        const rebuilt: DestinationAdapter = {
+          ...social,
+          buildPackage: (id, operation, payload) => {
+            const pkg = social.buildPackage(id, operation, payload);
+            return { ...pkg, body: { ...pkg.body, text: `${String(payload.text)} (v2)`, utm: 'deploy-2' } };
+          },
+        };
+        return { ...real, 'social-feed': rebuilt };
+      };
+      const result = await stack.withWorker(
+        async () => {
+          const answer = await stack.effects.decide(effectId, 'approve-retry', {
+            actor: 'ops@example.com',
+            reason: 'nothing on the dashboard',
+          });
+          assert.equal(answer.accepted, true);
+          return resultOf(stack, effectId);
+        },
+        { destinations: redeployed },
+      );
+      assert.equal(result.stage, 'recorded');
+      const posts = await socialPostsFor(stack, effectId);
+      assert.equal(posts.length, 1, 'one post');
+      assert.equal(posts[0]?.text, 'Launch, as approved', 'the approved text, not the new build');
+      // The lost request and the retry: both carried the release's body (its hash), each after its attempt row.
+      await assertProviderSaw(stack, effectId, { posts: 2 });
     },
   );
 });

@@ -11,7 +11,7 @@ export interface SimulatorProcess {
   /** Every object at the keyed API (newest first). */
   objects(): Promise<Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }>>;
   /** Every post on the key-less social feed, past what its public listing shows (the control API's view). */
-  socialPosts(): Promise<Array<{ id: string; metadata?: Record<string, string> }>>;
+  socialPosts(): Promise<Array<{ id: string; text?: string; metadata?: Record<string, string> }>>;
   /** Others post `count` times on the social feed, in one control call: older posts drop out of its newest-100 listing. */
   crowdSocialFeed(count: number): Promise<void>;
   stats(): Promise<{ posts: Record<string, number>; objects: number; socialPosts: number; keys: number }>;

@@ -3,15 +3,18 @@
 //   key-from-run      the keyed API's Idempotency-Key is the Temporal run ID (a new run = a new key)
 //   key-from-attempt  the key carries the attempt (the activity's ID): every retry gets a fresh key
 //   title-readback    readback trusts a title: the first object whose title (or text) matches is "ours"
+//   no-fresh-readback the real adapters, but the workflow bundled with one line changed: a retry (human or
+//                     automatic) leaves at once, without the fresh readback and the in-flight wait before it
+import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
 import { NativeConnection } from '@temporalio/worker';
 import { createDestinations } from '../../activities/destinations/registry.js';
 import type { DestinationAdapter, ReadbackResult } from '../../domain/destination-contract.js';
 import { databaseUrl, openLedger } from '../../ledger/db.js';
 import { loadTemporalConfig, providerUrl } from '../../workers/config.js';
-import { createEffectWorker } from '../../workers/effect-worker.js';
+import { bundleEffectWorkflows, createEffectWorker } from '../../workers/effect-worker.js';
 
-export const VARIANTS = ['key-from-run', 'key-from-attempt', 'title-readback'] as const;
+export const VARIANTS = ['key-from-run', 'key-from-attempt', 'title-readback', 'no-fresh-readback'] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 function brokenKey(adapter: DestinationAdapter, variant: 'key-from-run' | 'key-from-attempt'): DestinationAdapter {
@@ -74,7 +77,20 @@ const destinations =
         'keyed-api': titleReadback(keyed, base, '/v1/objects?limit=100'),
         'social-feed': titleReadback(social, base, '/social/v1/posts?page_size=50'),
       }
-    : { 'keyed-api': brokenKey(keyed, variant), 'social-feed': social };
+    : variant === 'no-fresh-readback'
+      ? real
+      : { 'keyed-api': brokenKey(keyed, variant), 'social-feed': social };
+
+/** The workflow with the fresh readback before a retry cut out, at bundle time (the loader says how). */
+async function bundleWithoutFreshReadback() {
+  const loader = fileURLToPath(new URL('./skip-fresh-readback-loader.cjs', import.meta.url));
+  return bundleEffectWorkflows({
+    webpackConfigHook: (config) => {
+      config.module?.rules?.push({ test: /workflows[\\/]reconcile\.ts$/, enforce: 'pre', use: [{ loader }] });
+      return config;
+    },
+  });
+}
 
 const config = loadTemporalConfig();
 const ledger = openLedger(databaseUrl());
@@ -86,6 +102,7 @@ try {
     taskQueue: config.taskQueue,
     db: ledger.db,
     destinations,
+    ...(variant === 'no-fresh-readback' ? { workflowBundle: await bundleWithoutFreshReadback() } : {}),
   });
   await worker.run();
 } finally {
