@@ -164,6 +164,22 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
               VALUES ('t-recorded', 'main', 1, 't-recorded', 1, 'run-1') ON CONFLICT DO NOTHING`;
   });
 
+  test('refuses an attempt from a run that does not own the effect (has not seen its latest attempt)', async () => {
+    await started('t-zombie');
+    await attempt('t-zombie', 3); // the owning run moved on (a resumed run numbers after what it read back)
+    // A superseded run's activity, still believing attempt 2 is next: refused, whatever code path sent it.
+    await assert.rejects(attempt('t-zombie', 2), /has not seen attempt 3/);
+    // Its own attempt again is no new attempt (a retried insert), and the owner adds the next.
+    await sql`INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id)
+              VALUES ('t-zombie', 'main', 1, 't-zombie', 1, 'run-1') ON CONFLICT DO NOTHING`;
+    await attempt('t-zombie', 4);
+    const rows = await sql`SELECT attempt_number FROM attempts WHERE effect_id = 't-zombie' ORDER BY 1`;
+    assert.deepEqual(
+      rows.map((r) => r.attempt_number),
+      [1, 3, 4],
+    );
+  });
+
   test('refuses a fact for an effect that was rejected or abandoned', async () => {
     await assert.rejects(fact(sql, 't-rejected', 'obj_r'), /t-rejected is rejected: it can have no fact/);
     await assert.rejects(fact(sql, 't-abandoned', 'obj_a'), /t-abandoned is abandoned: it can have no fact/);
