@@ -4,7 +4,7 @@
 import { Context } from '@temporalio/activity';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
-import { stageAfterOutcome } from '../domain/stages.js';
+import { stageAfterStepOutcome } from '../domain/stages.js';
 import { beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { recordEvidence } from '../ledger/progress.js';
@@ -21,11 +21,20 @@ export interface AttemptRequest {
   attemptNumber: number;
   releaseRevision: number;
   callTimeoutMs: number;
+  /** False for a step of a multi-step effect before its last: confirmed, it leaves the effect attempted. */
+  lastStep?: boolean;
 }
 
 export type AttemptReport =
   /** The attempt was written and the package sent (or not, with why); `recorded` says the answer is in the ledger. */
-  | { kind: 'sent'; attempt: AttemptRef; outcome: SendOutcome; recorded: boolean }
+  | {
+      kind: 'sent';
+      attempt: AttemptRef;
+      outcome: SendOutcome;
+      recorded: boolean;
+      /** Where the step went (a multi-step effect's steps may go to several destinations). */
+      destination?: string;
+    }
   /** Nothing written: the ledger already holds this effect's fact. */
   | { kind: 'recorded-before'; fact: { externalId: string; externalUrl: string | null } }
   /** Nothing written: attempts this run did not make exist (an earlier run's), or the effect is terminal. */
@@ -67,12 +76,13 @@ export function createAttemptActivities({ db, destinations }: { db: LedgerDb; de
       const confirmed = outcome.class === 'confirmed' ? outcome : undefined;
       const recorded = await recordAnswer(db, {
         effectId: request.effectId,
+        step: request.step,
         attemptId: attempt.attemptId,
         destination: begun.release.destination,
         outcome: outcome.class,
         httpStatus: outcome.httpStatus ?? null,
         detail: outcome.detail,
-        stage: stageAfterOutcome(outcome.class),
+        stage: stageAfterStepOutcome(outcome.class, request.lastStep),
         fact: confirmed && {
           externalId: confirmed.externalId,
           externalUrl: confirmed.externalUrl ?? null,
@@ -83,7 +93,7 @@ export function createAttemptActivities({ db, destinations }: { db: LedgerDb; de
         // The answer is in the workflow's history either way; the workflow records it with retries.
         () => false,
       );
-      return { kind: 'sent', attempt, outcome, recorded };
+      return { kind: 'sent', attempt, outcome, recorded, destination: begun.release.destination };
     },
 
     /**
@@ -96,7 +106,7 @@ export function createAttemptActivities({ db, destinations }: { db: LedgerDb; de
       if (!row) return null;
       await recordEvidence(
         db,
-        { effectId, attemptId: row.attemptId, kind: 'response', outcome: 'unknown', detail: { reason } },
+        { effectId, step, attemptId: row.attemptId, kind: 'response', outcome: 'unknown', detail: { reason } },
         'unknown',
       );
       return { startedAt: row.startedAt.toISOString(), idempotencyKey: row.idempotencyKey, attemptId: row.attemptId };

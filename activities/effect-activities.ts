@@ -69,6 +69,8 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
         {
           effectId,
           revision: 1,
+          destination: effect.destination,
+          operation: effect.operation,
           target: pkg.target,
           package: pkg,
           bodySha256: sha256Hex(canonicalJson(pkg.body)),
@@ -143,6 +145,7 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
         db,
         {
           effectId: attempt.effectId,
+          step: attempt.step,
           attemptId: attempt.attemptId,
           kind: 'response',
           outcome: outcome.class satisfies OutcomeClass,

@@ -9,7 +9,7 @@ import type {
   ReleasedPackage,
 } from '../domain/destination-contract.js';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
-import type { EffectStage } from '../domain/stages.js';
+import { type EffectStage, stageAfterStepFound } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { type DecisionInput, recordDecision, recordEvidence } from '../ledger/progress.js';
 import { lastAttemptStartedAt, readRelease } from '../ledger/trail.js';
@@ -24,6 +24,8 @@ export interface ReadbackTarget {
   /** The run's call timeout and absence grace, when they differ from the destination's (tests shorten them). */
   callTimeoutMs?: number;
   absenceGraceMs?: number;
+  /** False for a step of a multi-step effect before its last: found, it leaves the effect reconciled. */
+  lastStep?: boolean;
 }
 
 export type ConfirmOutcome =
@@ -32,18 +34,20 @@ export type ConfirmOutcome =
 
 export function createReconciliationActivities({ db, destinations }: { db: LedgerDb; destinations: Destinations }) {
   async function prepare(target: ReadbackTarget) {
-    const found = await readRelease(db, target.effectId, target.releaseRevision);
+    const found = await readRelease(db, target.effectId, target.releaseRevision, target.step);
     if (!found)
       throw ApplicationFailure.nonRetryable(
-        `release ${target.effectId}#${target.releaseRevision} not found`,
+        `release ${target.effectId}#${target.releaseRevision} step ${target.step} not found`,
         'ReleaseNotFound',
       );
     const adapter = Object.hasOwn(destinations, found.destination) ? destinations[found.destination] : undefined;
     if (!adapter)
       throw ApplicationFailure.nonRetryable(`no adapter for destination ${found.destination}`, 'UnknownDestination');
+    // A step's object carries the step's own reference (its key): the effect ID for main (client/effect-request.ts).
+    const reference = idempotencyKeyFor(target.effectId, target.step);
     const request: ReadbackRequest = {
-      effectId: target.effectId,
-      idempotencyKey: idempotencyKeyFor(target.effectId, target.step),
+      effectId: reference,
+      idempotencyKey: reference,
       package: found.release.package as ReleasedPackage,
       bodySha256: found.release.bodySha256,
       since: target.since,
@@ -95,6 +99,7 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
         db,
         {
           effectId: target.effectId,
+          step: target.step,
           attemptId: null,
           kind: 'readback',
           outcome: result.outcome,
@@ -103,7 +108,7 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
           externalUrl: found?.externalUrl ?? null,
           detail: result.detail,
         },
-        found ? 'recorded' : 'unknown',
+        found ? stageAfterStepFound(target.lastStep) : 'unknown',
         found && {
           destination,
           externalId: found.externalId,
@@ -167,6 +172,7 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
         db,
         {
           effectId: target.effectId,
+          step: target.step,
           attemptId: null,
           kind: 'human',
           outcome: 'found',
@@ -179,7 +185,7 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
             ...(decision.externalUrl !== undefined ? { typedUrl: decision.externalUrl } : {}),
           },
         },
-        'recorded',
+        stageAfterStepFound(target.lastStep),
         { destination, externalId, externalUrl: externalUrl ?? null, occurredAt, confirmedBy: 'human' },
       );
       await recordDecision(db, { ...base, accepted: true });

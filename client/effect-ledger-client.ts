@@ -22,6 +22,7 @@ import {
   listUnfinishedEffects,
   readEffect,
   readFact,
+  readReleasedSteps,
   readTrail,
 } from '../ledger/trail.js';
 import {
@@ -31,6 +32,7 @@ import {
   type EffectInput,
   type EffectResult,
   type EffectStatus,
+  type StepInput,
   statusQuery,
 } from '../workflows/contract.js';
 import type { effectWorkflow } from '../workflows/effect-workflow.js';
@@ -88,7 +90,8 @@ export class EffectLedgerClient {
     const stage = effect.stage as EffectStage;
     if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
 
-    await this.startRun(effect);
+    // The same fingerprint means the same plan: the steps approval computed are the ones released.
+    await this.startRun(effect, release.steps);
     // The stage as registration read it: not terminal, so no fact existed at that moment.
     return { effectId: effect.effectId, created, stage, fact: null };
   }
@@ -99,9 +102,12 @@ export class EffectLedgerClient {
    * ledger, not Temporal, decides that an effect is finished, and a resumed run reads back before it
    * sends anything. Callers never start an effect the ledger shows as terminal.
    */
-  private async startRun(effect: EffectRow): Promise<void> {
+  private async startRun(effect: EffectRow, releasedSteps?: { step: string; destination: string }[]): Promise<void> {
     const contract = destinationContracts[effect.destination];
     if (!contract) throw new Error(`effect ${effect.effectId}: no destination ${effect.destination} is known here`);
+    const steps = (releasedSteps ?? (await readReleasedSteps(this.options.db, effect.effectId))).map((s) =>
+      this.stepInput(s.step, s.destination),
+    );
     const summary = `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`;
     const input: EffectInput = {
       effectId: effect.effectId,
@@ -117,6 +123,8 @@ export class EffectLedgerClient {
       ),
       ...(this.options.readbacksPerRun ? { readbacksPerRun: this.options.readbacksPerRun } : {}),
       ...(this.options.absenceGraceMs === undefined ? {} : { absenceGraceMs: this.options.absenceGraceMs }),
+      // Only a multi-step effect names its steps: a single-step input stays what v3 took.
+      ...(steps.length > 1 ? { steps } : {}),
     };
     try {
       await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {
@@ -146,6 +154,20 @@ export class EffectLedgerClient {
       // Started by someone else between our look and our start: that run carries the effect.
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
+  }
+
+  /** A step's policy is its own destination's, with this client's overrides. */
+  private stepInput(step: string, destination: string): StepInput {
+    const contract = destinationContracts[destination];
+    if (!contract) throw new Error(`step ${step}: no destination ${destination} is known here`);
+    const interval = this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS;
+    return {
+      step,
+      destination,
+      callTimeoutMs: this.options.callTimeoutMs ?? contract.callTimeoutMs,
+      retryAfterProvenAbsence: contract.retryAfterProvenAbsence,
+      readbackMaxIntervalMs: Math.max(interval, this.options.readbackMaxIntervalMs ?? contract.readbackMaxIntervalMs),
+    };
   }
 
   /**

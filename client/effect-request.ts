@@ -2,12 +2,13 @@
 // a typed InvalidEffectRequestError and writes nothing.
 import { z } from 'zod';
 import { destinationContracts } from '../activities/destinations/registry.js';
-import type { DestinationContract } from '../domain/destination-contract.js';
+import type { DestinationContract, StepPlan } from '../domain/destination-contract.js';
 import { EFFECT_ID_PATTERN, EFFECT_ID_RULE } from '../domain/effect-id.js';
+import { idempotencyKeyFor, MAIN_STEP, STEP_SOURCE } from '../domain/idempotency-key.js';
 import { cutText, findJsonProblem, MAX_JSON_DEPTH, RESERVED_KEYS, textProblem } from '../domain/storable.js';
 import { InvalidEffectRequestError } from '../ledger/errors.js';
 import { canonicalJson, effectFingerprint, NotJsonError, sha256Hex } from '../ledger/fingerprint.js';
-import type { EffectRegistration, InitialRelease } from '../ledger/registration.js';
+import type { EffectRegistration, InitialRelease, ReleasedStep } from '../ledger/registration.js';
 
 /** The payload's canonical JSON may not exceed this many bytes. */
 export const MAX_PAYLOAD_BYTES = 16 * 1024;
@@ -37,6 +38,42 @@ export interface ValidatedEffectRequest extends EffectRequest {
   contract: DestinationContract;
   fingerprint: string;
   summary: string;
+  /** The outbound steps, in the order they leave; one (`main`) for a single-step operation. */
+  steps: StepPlan[];
+}
+
+const STEP_PATTERN = new RegExp(STEP_SOURCE);
+
+/**
+ * The operation's outbound steps: its contract's plan for a multi-step operation, else one `main` step.
+ * Each step is checked against its own destination's operation, as a single-step request would be.
+ */
+function planSteps(contract: DestinationContract, operation: string, payload: Record<string, unknown>): StepPlan[] {
+  const split = contract.steps && Object.hasOwn(contract.steps, operation) ? contract.steps[operation] : undefined;
+  if (!split) return [{ step: MAIN_STEP, destination: contract.name, operation, payload }];
+  const steps = split(payload);
+  const names = steps.map((s) => s.step);
+  const issues: string[] = [];
+  if (steps[0]?.step !== MAIN_STEP || steps[0].destination !== contract.name)
+    issues.push(`the plan's first step must be "${MAIN_STEP}" on ${contract.name}`);
+  if (new Set(names).size !== names.length) issues.push(`step names repeat: ${names.join(', ')}`);
+  for (const step of steps) {
+    if (!STEP_PATTERN.test(step.step)) issues.push(`step ${JSON.stringify(step.step)} is not a step name`);
+    const target = Object.hasOwn(destinationContracts, step.destination)
+      ? destinationContracts[step.destination]
+      : undefined;
+    const schema =
+      target && Object.hasOwn(target.operations, step.operation) ? target.operations[step.operation] : undefined;
+    if (!schema) {
+      issues.push(`step ${step.step}: no operation ${step.operation} at ${step.destination}`);
+      continue;
+    }
+    const parsed = schema.safeParse(step.payload);
+    if (!parsed.success) issues.push(...issuesOf(parsed.error).map((issue) => `step ${step.step}: ${issue}`));
+  }
+  if (issues.length)
+    throw new InvalidEffectRequestError('invalid_payload', `invalid steps for ${contract.name} ${operation}`, issues);
+  return steps;
 }
 
 /** Display text fits the ledger's 300-character summary, whatever the payload held; never half a surrogate pair. */
@@ -136,18 +173,31 @@ export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
     contract,
     fingerprint: effectFingerprint(request),
     summary: oneLine(request.summary ?? contract.describe(request.operation, request.payload)),
+    steps: planSteps(contract, request.operation, payload.data),
   };
 }
 
 /**
- * What approval writes: the effect's registration, and the exact package that will leave — fixed now, with
- * the approval, and never rebuilt (its immutable release).
+ * What approval writes: the effect's registration, and the exact packages that will leave, one per step —
+ * fixed now, with the approval, and never rebuilt (its immutable release). A step's package carries its
+ * own reference: the effect ID for `main`, the step's key for the others, so readback tells them apart.
  */
 export function approvalRecords(valid: ValidatedEffectRequest): {
   registration: EffectRegistration;
   release: InitialRelease;
 } {
-  const pkg = valid.contract.buildPackage(valid.effectId, valid.operation, valid.payload);
+  const steps = valid.steps.map((plan, i): ReleasedStep => {
+    const contract = destinationContracts[plan.destination] as DestinationContract;
+    const pkg = contract.buildPackage(idempotencyKeyFor(valid.effectId, plan.step), plan.operation, plan.payload);
+    return {
+      step: plan.step,
+      position: i + 1,
+      destination: plan.destination,
+      operation: plan.operation,
+      package: pkg,
+      bodySha256: sha256Hex(canonicalJson(pkg.body)),
+    };
+  });
   return {
     registration: {
       effectId: valid.effectId,
@@ -161,6 +211,6 @@ export function approvalRecords(valid: ValidatedEffectRequest): {
       mechanism: valid.contract.mechanism,
       keyRetentionSeconds: valid.contract.keyRetentionSeconds,
     },
-    release: { package: pkg, bodySha256: sha256Hex(canonicalJson(pkg.body)) },
+    release: { steps },
   };
 }

@@ -56,6 +56,18 @@ export interface ResponseDetail {
   errorCode?: string;
 }
 
+/**
+ * One outbound step of a multi-step operation: where it goes, as which operation, with what payload.
+ * The first step of a plan is always `main`, on the effect's own destination, as one of its plain
+ * operations; the others may go anywhere (README, "Multi-step effects").
+ */
+export interface StepPlan {
+  step: string;
+  destination: string;
+  operation: string;
+  payload: Record<string, unknown>;
+}
+
 /** The static half of an adapter: what the approving side needs to validate a request. */
 export interface DestinationContract {
   name: string;
@@ -81,7 +93,15 @@ export interface DestinationContract {
    * long each time, up to this cap — a wait of weeks stays cheap for the provider and for the history.
    */
   readbackMaxIntervalMs: number;
-  /** Builds the exact package that will leave, stamping the effect ID where the API allows it. */
+  /**
+   * Operations made of several outbound steps: each splits the approved payload into its steps, in the
+   * order they leave. Every step is validated against its own destination's operation at approval.
+   */
+  steps?: Readonly<Record<string, (payload: Record<string, unknown>) => StepPlan[]>>;
+  /**
+   * Builds the exact package that will leave, stamping the reference where the API allows it: the effect
+   * ID for the main step, the step's key (`effectID~step`) for any other, so readback tells steps apart.
+   */
   buildPackage(effectId: string, operation: string, payload: Record<string, unknown>): ReleasedPackage;
   /** A few words on the target for the effect's summary, e.g. "refund 4000 EUR on ch_1". */
   describe(operation: string, payload: Record<string, unknown>): string;

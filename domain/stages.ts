@@ -29,7 +29,8 @@ export const TRANSITIONS: Readonly<Record<EffectStage, readonly EffectStage[]>> 
   // unknown → attempted: a retry with the same key, decided by policy after proven absence or by a human.
   // unknown → recorded: a human confirmed delivery with evidence.
   unknown: ['reconciled', 'attempted', 'recorded', 'abandoned'],
-  reconciled: ['recorded'],
+  // reconciled → attempted: a multi-step effect's step was found by readback; its next step is attempted.
+  reconciled: ['recorded', 'attempted'],
   recorded: [],
   rejected: [],
   abandoned: [],
@@ -75,4 +76,18 @@ export function stageAfterOutcome(outcome: OutcomeClass): EffectStage {
     case 'not_sent':
       return 'attempted';
   }
+}
+
+/**
+ * Where one step's outcome leads. A multi-step effect is `recorded` only when its last step is: a step
+ * before it that is confirmed leaves the effect `attempted` (the next step goes), one found by readback
+ * or confirmed by a person leaves it `reconciled`.
+ */
+export function stageAfterStepOutcome(outcome: OutcomeClass, lastStep = true): EffectStage {
+  return outcome === 'confirmed' && !lastStep ? 'attempted' : stageAfterOutcome(outcome);
+}
+
+/** Where a step found (by readback or a person's checked evidence) leads. */
+export function stageAfterStepFound(lastStep = true): EffectStage {
+  return lastStep ? 'recorded' : 'reconciled';
 }

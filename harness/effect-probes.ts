@@ -2,7 +2,8 @@
 // the provider itself received (its request log), which is the view that matters when they disagree.
 import assert from 'node:assert/strict';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { idempotencyKeyFor } from '../domain/idempotency-key.js';
+import { destinationContracts } from '../activities/destinations/registry.js';
+import { idempotencyKeyFor, MAIN_STEP, STEP_SEPARATOR } from '../domain/idempotency-key.js';
 import type { EffectStage } from '../domain/stages.js';
 import { readTrail } from '../ledger/trail.js';
 import { type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
@@ -64,7 +65,11 @@ export async function providerPostsFor(stack: Stack, effectId: string): Promise<
   return (await stack.simulator.requests({ method: 'POST' })).filter(
     (r) =>
       EFFECTFUL_PATHS.has(r.path) &&
-      (r.effectId === effectId || r.idempotencyKey === effectId || r.idempotencyKey?.startsWith(`${effectId}:`)),
+      (r.effectId === effectId ||
+        r.idempotencyKey === effectId ||
+        // A further step's object and key carry `effectID~step` (domain/idempotency-key.ts).
+        r.effectId?.startsWith(`${effectId}${STEP_SEPARATOR}`) ||
+        r.idempotencyKey?.startsWith(`${effectId}${STEP_SEPARATOR}`)),
   );
 }
 
@@ -87,33 +92,41 @@ export async function assertProviderSaw(
     posts: number;
     /** Requests the test itself sent as someone else (an impostor carrying our effect ID), by seq. */
     ignore?: readonly number[];
+    /** One step of a multi-step effect: only its requests (carrying `effectID~step`), its release, its attempts. */
+    step?: string;
   },
 ): Promise<LoggedRequest[]> {
-  const posts = (await providerPostsFor(stack, effectId)).filter((p) => !expected.ignore?.includes(p.seq));
+  const reference = expected.step === undefined ? effectId : idempotencyKeyFor(effectId, expected.step);
+  const posts = (await providerPostsFor(stack, effectId)).filter(
+    (p) =>
+      !expected.ignore?.includes(p.seq) &&
+      (expected.step === undefined || p.effectId === reference || p.idempotencyKey === reference),
+  );
   const shown = () => JSON.stringify(posts, null, 1);
-  assert.equal(posts.length, expected.posts, `POSTs the provider received for ${effectId}: ${shown()}`);
+  assert.equal(posts.length, expected.posts, `POSTs the provider received for ${reference}: ${shown()}`);
   if (posts.length === 0) return posts;
   const trail = await readTrail(stack.ledger.db, effectId);
   assert.ok(trail, `${effectId} is in the ledger`);
-  const release = trail.releases.at(-1);
-  assert.ok(release, `${effectId} was released`);
-  const keyed = trail.effect.mechanism === 'idempotency_key';
-  const attempts = [...trail.attempts].sort((a, b) => a.attemptNumber - b.attemptNumber);
+  const step = expected.step ?? MAIN_STEP;
+  const release = trail.releases.filter((r) => r.step === step).at(-1);
+  assert.ok(release, `${reference} was released`);
+  const keyed = destinationContracts[release.destination]?.mechanism === 'idempotency_key';
+  const attempts = trail.attempts.filter((a) => a.step === step).sort((a, b) => a.attemptNumber - b.attemptNumber);
   const used = new Set<number>();
   for (const post of posts) {
     assert.equal(post.bodySha256, release.bodySha256, `body hash of POST #${post.seq} is the release's`);
-    assert.equal(post.effectId, effectId, `POST #${post.seq} carries the effect ID in its body`);
+    assert.equal(post.effectId, reference, `POST #${post.seq} carries ${reference} in its body`);
     const arrived = Date.parse(post.at);
     const attempt = attempts.filter((a) => a.startedAt.getTime() <= arrived).at(-1);
-    assert.ok(attempt, `an attempt row of ${effectId} existed before POST #${post.seq} arrived (${post.at})`);
+    assert.ok(attempt, `an attempt row of ${reference} existed before POST #${post.seq} arrived (${post.at})`);
     assert.ok(
       !used.has(attempt.attemptNumber),
-      `attempt ${attempt.attemptNumber} of ${effectId} accounts for two POSTs: a send was retried without a new attempt row (${shown()})`,
+      `attempt ${attempt.attemptNumber} of ${reference} accounts for two POSTs: a send was retried without a new attempt row (${shown()})`,
     );
     used.add(attempt.attemptNumber);
-    // The key is the effect ID (or effectID:step), never anything an attempt or a run contributes.
+    // The key is the effect ID (or effectID~step), never anything an attempt or a run contributes.
     const expectedKey = keyed ? idempotencyKeyFor(effectId, attempt.step) : null;
-    assert.equal(post.idempotencyKey, expectedKey, `key of POST #${post.seq} for ${effectId}`);
+    assert.equal(post.idempotencyKey, expectedKey, `key of POST #${post.seq} for ${reference}`);
   }
   return posts;
 }

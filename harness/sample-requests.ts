@@ -31,3 +31,15 @@ export function postRequest(effectId: string, text: string) {
     authorizationRef: 'EDITORIAL-3',
   };
 }
+
+/** Two outbound steps: a task at the keyed API (main), then a post announcing it (step `announce`). */
+export function taskAnnouncedRequest(effectId: string, request: string, text = 'A new task is up') {
+  return {
+    effectId,
+    destination: 'keyed-api',
+    operation: 'task.announce',
+    payload: { title: 'Prepare preview', request, channel: 'team-updates', text },
+    approvedBy: 'ana@example.com',
+    authorizationRef: `APPROVAL-${request}`,
+  };
+}

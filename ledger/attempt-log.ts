@@ -40,22 +40,22 @@ interface BeginRow extends Record<string, unknown> {
 }
 
 /**
- * Writes attempt N and moves the effect to `attempted`, in one statement, only if the effect is
- * released, not terminal, has no fact, and no attempt numbered N or higher exists (an earlier run's
+ * Writes attempt N of a step and moves the effect to `attempted`, in one statement, only if the step is
+ * released, the effect not terminal, the step has no fact, and no attempt numbered N or higher exists (an earlier run's
  * attempt whose outcome this run does not know). Otherwise writes nothing and says what it found.
  */
 export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise<AttemptBegun> {
   const { effectId, step, attemptNumber, idempotencyKey, releaseRevision, workflowRunId } = intent;
   const rows = await db.execute<BeginRow>(sql`
     WITH released AS (
-      SELECT r.package, e.destination, e.operation, e.stage
+      SELECT r.package, r.destination, r.operation, e.stage
       FROM releases r JOIN effects e ON e.effect_id = r.effect_id
-      WHERE r.effect_id = ${effectId} AND r.revision = ${releaseRevision}
+      WHERE r.effect_id = ${effectId} AND r.revision = ${releaseRevision} AND r.step = ${step}
     ), earlier AS (
       SELECT max(attempt_number) AS highest, min(started_at) AS first
       FROM attempts WHERE effect_id = ${effectId} AND step = ${step}
     ), fact AS (
-      SELECT external_id, external_url FROM facts WHERE effect_id = ${effectId}
+      SELECT external_id, external_url FROM facts WHERE effect_id = ${effectId} AND step = ${step}
     ), attempt AS (
       INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id)
       SELECT ${effectId}, ${step}, ${attemptNumber}, ${idempotencyKey}, ${releaseRevision}, ${workflowRunId}
@@ -96,6 +96,7 @@ export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise
 
 export interface AttemptAnswer {
   effectId: string;
+  step: string;
   attemptId: number;
   destination: string;
   outcome: OutcomeClass;
@@ -106,18 +107,22 @@ export interface AttemptAnswer {
   fact?: { externalId: string; externalUrl: string | null; occurredAt: string };
 }
 
-/** The answer to an attempt, the fact when it confirms, and the stage it leads to: one statement. */
+/**
+ * The answer to an attempt, the step's fact when it confirms, and the stage it leads to: one statement.
+ * A confirmed step before the last leaves the effect `attempted` (the database refuses `recorded` until
+ * every step has its fact).
+ */
 export async function recordAnswer(db: LedgerDb, answer: AttemptAnswer): Promise<void> {
-  const { effectId, attemptId, destination, outcome, httpStatus, detail, stage, fact } = answer;
+  const { effectId, step, attemptId, destination, outcome, httpStatus, detail, stage, fact } = answer;
   await db.execute(sql`
     WITH evidence AS (
-      INSERT INTO provider_evidence (effect_id, attempt_id, kind, outcome, http_status, external_id, external_url, detail)
-      VALUES (${effectId}, ${attemptId}, 'response', ${outcome}, ${httpStatus}, ${fact?.externalId ?? null},
+      INSERT INTO provider_evidence (effect_id, step, attempt_id, kind, outcome, http_status, external_id, external_url, detail)
+      VALUES (${effectId}, ${step}, ${attemptId}, 'response', ${outcome}, ${httpStatus}, ${fact?.externalId ?? null},
               ${fact?.externalUrl ?? null}, ${JSON.stringify(detail ?? {})}::jsonb)
       RETURNING evidence_id
     ), fact AS (
-      INSERT INTO facts (effect_id, destination, external_id, external_url, occurred_at, confirmed_by, evidence_id)
-      SELECT ${effectId}, ${destination}, ${fact?.externalId ?? null}, ${fact?.externalUrl ?? null},
+      INSERT INTO facts (effect_id, step, destination, external_id, external_url, occurred_at, confirmed_by, evidence_id)
+      SELECT ${effectId}, ${step}, ${destination}, ${fact?.externalId ?? null}, ${fact?.externalUrl ?? null},
              ${fact?.occurredAt ?? null}::timestamptz, 'provider_response', evidence_id
       FROM evidence WHERE ${fact !== undefined}
       RETURNING effect_id

@@ -3,6 +3,7 @@
 import { and, count, eq, min, notInArray, sql } from 'drizzle-orm';
 import type { RecordedDecisionKind } from '../domain/decisions.js';
 import type { ReleasedPackage } from '../domain/destination-contract.js';
+import { MAIN_STEP } from '../domain/idempotency-key.js';
 import type { ConfirmationMethod, Coverage, EvidenceKind, EvidenceOutcome } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
 import { storableJson, storableText } from '../domain/storable.js';
@@ -41,6 +42,9 @@ async function setStage(tx: Tx | LedgerDb, effectId: string, stage: EffectStage)
 export interface ReleaseInput {
   effectId: string;
   revision: number;
+  /** v1/v2 runs release only the main step, where their effect goes. */
+  destination: string;
+  operation: string;
   target: string;
   package: ReleasedPackage;
   bodySha256: string;
@@ -61,18 +65,23 @@ export async function releaseEffect(db: LedgerDb, input: ReleaseInput, step: str
       await tx
         .insert(releases)
         .values(input)
-        .onConflictDoNothing({ target: [releases.effectId, releases.revision] });
+        .onConflictDoNothing({ target: [releases.effectId, releases.revision, releases.step] });
       const [release] = await tx
         .select()
         .from(releases)
-        .where(and(eq(releases.effectId, input.effectId), eq(releases.revision, input.revision)));
+        .where(
+          and(eq(releases.effectId, input.effectId), eq(releases.revision, input.revision), eq(releases.step, step)),
+        );
       if (!release) throw new LedgerInvariantError(`release ${input.effectId}#${input.revision} vanished`);
       if (release.bodySha256 !== input.bodySha256) {
         throw new LedgerInvariantError(
           `release ${input.effectId}#${input.revision} exists with another body; an edit needs a new revision`,
         );
       }
-      const [fact] = await tx.select().from(facts).where(eq(facts.effectId, input.effectId));
+      const [fact] = await tx
+        .select()
+        .from(facts)
+        .where(and(eq(facts.effectId, input.effectId), eq(facts.step, step)));
       const [made] = await tx
         .select({ n: count(), first: min(attempts.startedAt) })
         .from(attempts)
@@ -129,6 +138,8 @@ export async function recordAttempt(
 
 export interface EvidenceInput {
   effectId: string;
+  /** The step it speaks of (`main` when absent). */
+  step?: string;
   attemptId: number | null;
   kind: EvidenceKind;
   outcome: EvidenceOutcome;
@@ -179,14 +190,18 @@ export async function recordEvidence(
       }
       let factRow: FactRow | null = null;
       if (fact) {
+        const step = evidence.step ?? MAIN_STEP;
         await tx
           .insert(facts)
-          .values({ effectId: evidence.effectId, ...fact, occurredAt: new Date(fact.occurredAt), evidenceId })
-          .onConflictDoNothing({ target: facts.effectId });
-        const [row] = await tx.select().from(facts).where(eq(facts.effectId, evidence.effectId));
+          .values({ effectId: evidence.effectId, step, ...fact, occurredAt: new Date(fact.occurredAt), evidenceId })
+          .onConflictDoNothing({ target: [facts.effectId, facts.step] });
+        const [row] = await tx
+          .select()
+          .from(facts)
+          .where(and(eq(facts.effectId, evidence.effectId), eq(facts.step, step)));
         if (!row || row.externalId !== fact.externalId) {
           throw new LedgerInvariantError(
-            `effect ${evidence.effectId} already has fact ${row?.externalId}; refusing ${fact.externalId}`,
+            `effect ${evidence.effectId} step ${step} already has fact ${row?.externalId}; refusing ${fact.externalId}`,
           );
         }
         factRow = row;

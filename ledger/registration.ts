@@ -1,6 +1,6 @@
-// Approval's write: the effect ID enters the ledger once, with its fingerprint and the exact package
-// allowed to leave (its immutable release, revision 1), in one statement. The primary key, not a prior
-// SELECT, decides who registered it; the loser of a race reads the winner's row.
+// Approval's write: the effect ID enters the ledger once, with its fingerprint and the exact packages
+// allowed to leave (its immutable release, revision 1: one row per outbound step), in one statement. The
+// primary key, not a prior SELECT, decides who registered it; the loser of a race reads the winner's row.
 import { eq, sql } from 'drizzle-orm';
 import type { ReleasedPackage } from '../domain/destination-contract.js';
 import type { LedgerDb } from './db.js';
@@ -10,9 +10,19 @@ import { effects, releases } from './schema.js';
 export type EffectRow = typeof effects.$inferSelect;
 export type EffectRegistration = Omit<typeof effects.$inferInsert, 'stage' | 'approvedAt' | 'stageChangedAt'>;
 
-export interface InitialRelease {
+/** One outbound step's exact package, as a release row holds it. */
+export interface ReleasedStep {
+  step: string;
+  /** The order steps leave in; main is 1. */
+  position: number;
+  destination: string;
+  operation: string;
   package: ReleasedPackage;
   bodySha256: string;
+}
+
+export interface InitialRelease {
+  steps: ReleasedStep[];
 }
 
 export async function registerEffect(
@@ -20,7 +30,7 @@ export async function registerEffect(
   registration: EffectRegistration,
   release: InitialRelease,
 ): Promise<{ created: boolean; effect: EffectRow }> {
-  // The effect is born released: its release row commits with it or not at all.
+  // The effect is born released: its release rows commit with it or not at all.
   const effect = db.$with('effect').as(
     db
       .insert(effects)
@@ -28,21 +38,18 @@ export async function registerEffect(
       .onConflictDoNothing({ target: effects.effectId })
       .returning(),
   );
+  const steps = JSON.stringify(
+    release.steps.map((s) => ({ ...s, target: s.package.target, package: s.package, body_sha256: s.bodySha256 })),
+  );
+  // Columns in the table's order (drizzle lists them all for an INSERT … SELECT).
   const released = db.$with('released').as(
     db
       .insert(releases)
       .select(
-        db
-          .select({
-            effectId: effect.effectId,
-            revision: sql<number>`1`.as('revision'),
-            target: sql<string>`${release.package.target}`.as('target'),
-            package: sql`${JSON.stringify(release.package)}::jsonb`.as('package'),
-            bodySha256: sql<string>`${release.bodySha256}`.as('body_sha256'),
-            releasedBy: effect.approvedBy,
-            releasedAt: sql<Date>`now()`.as('released_at'),
-          })
-          .from(effect),
+        sql`SELECT effect.effect_id, 1, s.step, s.position, s.destination, s.operation, s.target, s.package,
+                   s.body_sha256, effect.approved_by, now()
+            FROM effect, jsonb_to_recordset(${steps}::jsonb)
+              AS s(step text, position integer, destination text, operation text, target text, package jsonb, body_sha256 text)`,
       )
       .returning({ revision: releases.revision }),
   );

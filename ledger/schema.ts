@@ -8,10 +8,12 @@ import {
   bigserial,
   boolean,
   check,
+  foreignKey,
   index,
   integer,
   jsonb,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -63,7 +65,11 @@ export const effects = pgTable(
   ],
 );
 
-/** The exact package allowed to leave. Immutable: an edit is a new revision needing a new release. */
+/**
+ * The exact package allowed to leave, one row per outbound step (a single-step effect has only `main`).
+ * Immutable: an edit is a new revision needing a new release. A step names its own destination and
+ * operation: a multi-step effect may reach several destinations (a task, then a notification).
+ */
 export const releases = pgTable(
   'releases',
   {
@@ -71,6 +77,11 @@ export const releases = pgTable(
       .notNull()
       .references(() => effects.effectId),
     revision: integer('revision').notNull(),
+    step: text('step').notNull().default(MAIN_STEP),
+    // The order steps leave in (main is 1): an effect waits on its first step without a fact.
+    position: integer('position').notNull().default(1),
+    destination: text('destination').notNull(),
+    operation: text('operation').notNull(),
     target: text('target').notNull(),
     package: jsonb('package').notNull(),
     bodySha256: text('body_sha256').notNull(),
@@ -78,8 +89,17 @@ export const releases = pgTable(
     releasedAt: timestamp('released_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('releases_effect_revision_uq').on(t.effectId, t.revision),
+    uniqueIndex('releases_effect_revision_step_uq').on(t.effectId, t.revision, t.step),
+    uniqueIndex('releases_effect_revision_position_uq').on(t.effectId, t.revision, t.position),
     check('revision_positive', sql`${t.revision} >= 1`),
+    check('release_step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
+    // The main step leaves first; every other step after it.
+    check(
+      'main_step_first',
+      sql`(${t.step} = ${sql.raw(literal(MAIN_STEP))}) = (${t.position} = 1) AND ${t.position} >= 1`,
+    ),
+    check('release_destination_length', sql`length(${t.destination}) BETWEEN 1 AND 64`),
+    check('release_operation_length', sql`length(${t.operation}) BETWEEN 1 AND 64`),
     check('body_sha256_format', sql`${t.bodySha256} ~ '^[0-9a-f]{64}$'`),
     check('target_length', sql`length(${t.target}) BETWEEN 1 AND 300`),
   ],
@@ -104,6 +124,12 @@ export const attempts = pgTable(
   },
   (t) => [
     uniqueIndex('attempts_effect_step_number_uq').on(t.effectId, t.step, t.attemptNumber),
+    // An attempt sends a released step's package: that (revision, step) must exist.
+    foreignKey({
+      name: 'attempts_released_step_fk',
+      columns: [t.effectId, t.releaseRevision, t.step],
+      foreignColumns: [releases.effectId, releases.revision, releases.step],
+    }),
     check('attempt_number_positive', sql`${t.attemptNumber} >= 1`),
     check('step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
     // The main step's key is the effect ID; another step's is effect ID + '~' + step (domain/idempotency-key.ts).
@@ -123,6 +149,8 @@ export const providerEvidence = pgTable(
       .notNull()
       .references(() => effects.effectId),
     attemptId: bigint('attempt_id', { mode: 'number' }).references(() => attempts.attemptId),
+    // Which outbound step it speaks of: a readback or a human's check concerns one step's object.
+    step: text('step').notNull().default(MAIN_STEP),
     kind: text('kind').notNull(),
     outcome: text('outcome').notNull(),
     httpStatus: integer('http_status'),
@@ -135,6 +163,7 @@ export const providerEvidence = pgTable(
   },
   (t) => [
     check('evidence_kind_known', sql`${t.kind} IN (${oneOf(EVIDENCE_KINDS)})`),
+    check('evidence_step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
     check('evidence_outcome_known', sql`${t.outcome} IN (${oneOf(EVIDENCE_OUTCOMES)})`),
     check('coverage_known', sql`${t.coverage} IS NULL OR ${t.coverage} IN (${oneOf(COVERAGES)})`),
     check('response_has_attempt', sql`${t.kind} <> 'response' OR ${t.attemptId} IS NOT NULL`),
@@ -144,13 +173,17 @@ export const providerEvidence = pgTable(
   ],
 );
 
-/** The canonical result. At most one per effect, written only after confirmation. Immutable. */
+/**
+ * The canonical result of one outbound step: at most one per (effect, step), written only after
+ * confirmation. Immutable. An effect is `recorded` when every released step has its fact (migration 0005).
+ */
 export const facts = pgTable(
   'facts',
   {
     effectId: text('effect_id')
-      .primaryKey()
+      .notNull()
       .references(() => effects.effectId),
+    step: text('step').notNull().default(MAIN_STEP),
     destination: text('destination').notNull(),
     externalId: text('external_id').notNull(),
     externalUrl: text('external_url'),
@@ -162,8 +195,10 @@ export const facts = pgTable(
     recordedAt: timestamp('recorded_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    // One external object is the result of at most one effect: a shared key would show up here.
+    primaryKey({ name: 'facts_effect_step_pk', columns: [t.effectId, t.step] }),
+    // One external object is the result of at most one step of one effect: a shared key would show up here.
     uniqueIndex('facts_destination_external_id_uq').on(t.destination, t.externalId),
+    check('fact_step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
     check('confirmed_by_known', sql`${t.confirmedBy} IN (${oneOf(CONFIRMATION_METHODS)})`),
     // Up to 2000: a human may confirm with only a URL, which then names the object.
     check('external_id_length', sql`length(${t.externalId}) BETWEEN 1 AND 2000`),

@@ -1,4 +1,5 @@
 // An effect's ledger trail as a few lines an operator can read in a terminal.
+import { MAIN_STEP } from '../domain/idempotency-key.js';
 import type { EffectTrail } from './trail.js';
 
 export function formatTrail(trail: EffectTrail): string {
@@ -7,24 +8,29 @@ export function formatTrail(trail: EffectTrail): string {
     `${effect.effectId}  [${effect.stage}]  ${effect.destination} ${effect.operation}: ${effect.summary}`,
     `  approved by ${effect.approvedBy} under ${effect.authorizationRef} at ${effect.approvedAt.toISOString()} (fingerprint ${effect.fingerprint.slice(0, 12)}…, ${effect.mechanism})`,
   ];
+  const multiStep = trail.releases.some((r) => r.step !== MAIN_STEP);
+  const step = (name: string) => (multiStep ? ` step ${name}` : '');
   for (const r of trail.releases)
-    lines.push(`  release #${r.revision}: ${r.target} body ${r.bodySha256.slice(0, 12)}… by ${r.releasedBy}`);
+    lines.push(
+      `  release #${r.revision}${step(r.step)}: ${multiStep ? `${r.destination} ` : ''}${r.target} body ${r.bodySha256.slice(0, 12)}… by ${r.releasedBy}`,
+    );
   for (const a of trail.attempts) {
     const answer = trail.evidence.find((e) => e.attemptId === a.attemptId && e.kind === 'response');
     lines.push(
-      `  attempt ${a.attemptNumber} key=${a.idempotencyKey} started ${a.startedAt.toISOString()} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` (HTTP ${answer.httpStatus})` : ''}` : 'no answer recorded'}`,
+      `  attempt ${a.attemptNumber}${step(a.step)} key=${a.idempotencyKey} started ${a.startedAt.toISOString()} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` (HTTP ${answer.httpStatus})` : ''}` : 'no answer recorded'}`,
     );
   }
   for (const e of trail.evidence.filter((x) => x.kind !== 'response'))
-    lines.push(`  ${e.kind}: ${e.outcome}${e.coverage ? ` (${e.coverage} coverage)` : ''}`);
+    lines.push(`  ${e.kind}${step(e.step)}: ${e.outcome}${e.coverage ? ` (${e.coverage} coverage)` : ''}`);
   for (const d of trail.decisions)
     lines.push(
       `  decision ${d.kind} by ${d.actor}: ${d.accepted ? 'accepted' : `rejected (${d.rejectionReason})`} — ${d.reason}`,
     );
-  lines.push(
-    trail.fact
-      ? `  fact: ${trail.fact.externalId} ${trail.fact.externalUrl ?? ''} confirmed by ${trail.fact.confirmedBy} at ${trail.fact.occurredAt.toISOString()}`
-      : '  fact: none',
-  );
+  for (const f of trail.facts)
+    lines.push(
+      `  fact${step(f.step)}: ${f.externalId} ${f.externalUrl ?? ''} confirmed by ${f.confirmedBy} at ${f.occurredAt.toISOString()}`,
+    );
+  if (!trail.facts.length) lines.push('  fact: none');
+  if (multiStep && trail.waitingOnStep) lines.push(`  waiting on step ${trail.waitingOnStep}`);
   return lines.join('\n');
 }

@@ -1,7 +1,8 @@
 // Reads that answer an operator's questions: how many attempts, which approval, was the provider
 // contacted, which external object is the result, on what evidence.
 import { and, asc, desc, eq, lt, max, notInArray, sql } from 'drizzle-orm';
-import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
+import { MAIN_STEP } from '../domain/idempotency-key.js';
+import { type EffectStage, isTerminal, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
 import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
 
@@ -10,7 +11,12 @@ export interface EffectTrail {
   releases: (typeof releases.$inferSelect)[];
   attempts: (typeof attempts.$inferSelect)[];
   evidence: (typeof providerEvidence.$inferSelect)[];
+  /** The main step's fact (a single-step effect's only one). */
   fact: typeof facts.$inferSelect | null;
+  /** Every step's fact, in the order the steps leave. */
+  facts: (typeof facts.$inferSelect)[];
+  /** The first step of the latest release without its fact: what the effect waits on (null when none). */
+  waitingOnStep: string | null;
   decisions: (typeof decisions.$inferSelect)[];
 }
 
@@ -25,15 +31,21 @@ export async function readTrail(db: LedgerDb, effectId: string): Promise<EffectT
       .from(providerEvidence)
       .where(eq(providerEvidence.effectId, effectId))
       .orderBy(asc(providerEvidence.evidenceId)),
-    db.select().from(facts).where(eq(facts.effectId, effectId)),
+    db.select().from(facts).where(eq(facts.effectId, effectId)).orderBy(asc(facts.recordedAt)),
     db.select().from(decisions).where(eq(decisions.effectId, effectId)).orderBy(asc(decisions.decisionId)),
   ]);
+  const latest = Math.max(0, ...releaseRows.map((r) => r.revision));
+  const steps = releaseRows.filter((r) => r.revision === latest).sort((a, b) => a.position - b.position);
+  const facted = new Set(factRows.map((f) => f.step));
+  const waiting = steps.find((s) => !facted.has(s.step));
   return {
     effect,
     releases: releaseRows,
     attempts: attemptRows,
     evidence: evidenceRows,
-    fact: factRows[0] ?? null,
+    fact: factRows.find((f) => f.step === MAIN_STEP) ?? null,
+    facts: steps.flatMap((s) => factRows.filter((f) => f.step === s.step)),
+    waitingOnStep: waiting && !isTerminal(effect.stage as EffectStage) ? waiting.step : null,
     decisions: decisionRows,
   };
 }
@@ -80,18 +92,35 @@ export async function readEffect(db: LedgerDb, effectId: string): Promise<typeof
   return effect ?? null;
 }
 
-/** The released package and the effect's routing, in one read. */
-export async function readRelease(db: LedgerDb, effectId: string, revision: number) {
-  const [row] = await db
-    .select({ release: releases, destination: effects.destination, operation: effects.operation })
+/** One step's released package and where it goes, in one read. */
+export async function readRelease(db: LedgerDb, effectId: string, revision: number, step: string = MAIN_STEP) {
+  const [release] = await db
+    .select()
     .from(releases)
-    .innerJoin(effects, eq(effects.effectId, releases.effectId))
-    .where(and(eq(releases.effectId, effectId), eq(releases.revision, revision)));
-  return row ?? null;
+    .where(and(eq(releases.effectId, effectId), eq(releases.revision, revision), eq(releases.step, step)));
+  return release ? { release, destination: release.destination, operation: release.operation } : null;
 }
 
+/** The steps of an effect's latest release, in the order they leave. */
+export async function readReleasedSteps(db: LedgerDb, effectId: string): Promise<(typeof releases.$inferSelect)[]> {
+  return db
+    .select()
+    .from(releases)
+    .where(
+      and(
+        eq(releases.effectId, effectId),
+        sql`${releases.revision} = (SELECT max(r.revision) FROM ${releases} r WHERE r.effect_id = ${effectId})`,
+      ),
+    )
+    .orderBy(asc(releases.position));
+}
+
+/** The main step's fact (a single-step effect's only one). */
 export async function readFact(db: LedgerDb, effectId: string): Promise<typeof facts.$inferSelect | null> {
-  const [fact] = await db.select().from(facts).where(eq(facts.effectId, effectId));
+  const [fact] = await db
+    .select()
+    .from(facts)
+    .where(and(eq(facts.effectId, effectId), eq(facts.step, MAIN_STEP)));
   return fact ?? null;
 }
 

@@ -32,6 +32,7 @@ const QUICK_PATHS = [
   'unknown-abandon',
   'malformed-decision-ignored',
   'open-awaiting-human',
+  'multi-step-unknown-readback',
 ];
 
 describe('capturing histories', () => {

@@ -26,7 +26,7 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
     sql = postgres(url, { max: 1, onnotice: () => {} });
     await sql`INSERT INTO effects (effect_id, destination, operation, fingerprint, payload, approved_by, authorization_ref, summary, mechanism)
               VALUES ('e-1', 'keyed-api', 'task.create', ${sha('a')}, '{}', 'ana', 'T-1', 'task', 'idempotency_key')`;
-    await sql`INSERT INTO releases (effect_id, revision, target, package, body_sha256, released_by) VALUES ('e-1', 1, 'POST /v1/objects', '{}', ${sha('b')}, 'ana')`;
+    await sql`INSERT INTO releases (effect_id, revision, destination, operation, target, package, body_sha256, released_by) VALUES ('e-1', 1, 'keyed-api', 'task.create', 'POST /v1/objects', '{}', ${sha('b')}, 'ana')`;
     await sql`INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id) VALUES ('e-1', 'main', 1, 'e-1', 1, 'run-1')`;
   });
   after(async () => {
@@ -66,8 +66,8 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
   refuses(
     'a second release with the same revision',
     () =>
-      sql`INSERT INTO releases (effect_id, revision, target, package, body_sha256, released_by) VALUES ('e-1', 1, 't', '{}', ${sha('f')}, 'ana')`,
-    /releases_effect_revision_uq/,
+      sql`INSERT INTO releases (effect_id, revision, destination, operation, target, package, body_sha256, released_by) VALUES ('e-1', 1, 'keyed-api', 'task.create', 't', '{}', ${sha('f')}, 'ana')`,
+    /releases_effect_revision_step_uq/,
   );
   refuses(
     'rewriting an attempt',
@@ -98,10 +98,11 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
     await sql`INSERT INTO facts (effect_id, destination, external_id, occurred_at, confirmed_by, evidence_id) VALUES ('e-1', 'keyed-api', 'obj_1', now(), 'provider_response', ${evidence!.evidence_id})`;
     await assert.rejects(
       sql`INSERT INTO facts (effect_id, destination, external_id, occurred_at, confirmed_by, evidence_id) VALUES ('e-1', 'keyed-api', 'obj_2', now(), 'readback', ${evidence!.evidence_id})`,
-      /facts_pkey/,
+      /facts_effect_step_pk/,
     );
     await assert.rejects(sql`UPDATE facts SET external_id = 'obj_3'`, /append-only/);
     await sql`INSERT INTO effects (effect_id, destination, operation, fingerprint, payload, approved_by, authorization_ref, summary, mechanism) VALUES ('e-2', 'keyed-api', 'task.create', ${sha('9')}, '{}', 'ana', 'T-3', 'task', 'idempotency_key')`;
+    await sql`INSERT INTO releases (effect_id, revision, destination, operation, target, package, body_sha256, released_by) VALUES ('e-2', 1, 'keyed-api', 'task.create', 'POST /v1/objects', '{}', ${sha('b')}, 'ana')`;
     await assert.rejects(
       sql`INSERT INTO facts (effect_id, destination, external_id, occurred_at, confirmed_by, evidence_id) VALUES ('e-2', 'keyed-api', 'obj_1', now(), 'human', ${evidence!.evidence_id})`,
       /facts_destination_external_id_uq/,
@@ -119,8 +120,9 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
   const effect = (id: string, destination = 'keyed-api') =>
     sql`INSERT INTO effects (effect_id, destination, operation, fingerprint, payload, approved_by, authorization_ref, summary, mechanism)
         VALUES (${id}, ${destination}, 'task.create', ${sha('a')}, '{}', 'ana', 'T-1', 'task', 'idempotency_key')`;
-  const release = (id: string) =>
-    sql`INSERT INTO releases (effect_id, revision, target, package, body_sha256, released_by) VALUES (${id}, 1, 'POST /v1/objects', '{}', ${sha('b')}, 'ana')`;
+  const release = (id: string, step = 'main', position = 1, destination = 'keyed-api') =>
+    sql`INSERT INTO releases (effect_id, revision, step, position, destination, operation, target, package, body_sha256, released_by)
+        VALUES (${id}, 1, ${step}, ${position}, ${destination}, 'task.create', 'POST /v1/objects', '{}', ${sha('b')}, 'ana')`;
   const attempt = (id: string, n: number, step = 'main', key = id) =>
     sql`INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id) VALUES (${id}, ${step}, ${n}, ${key}, 1, 'run-1')`;
   const stage = (id: string, to: string) => sql`UPDATE effects SET stage = ${to} WHERE effect_id = ${id}`;
@@ -216,6 +218,7 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
     await effect('A:x');
     await release('A:x');
     await attempt('A:x', 1); // effect A:x, main step: key A:x
+    await release('A', 'x', 2);
     await assert.rejects(attempt('A', 1, 'x', 'A:x'), /key_is_effect_scoped/);
     await attempt('A', 1, 'x', 'A~x');
     await assert.rejects(attempt('A', 1, 'main', 'A~main'), /key_is_effect_scoped/, 'the main key is the effect ID');
@@ -230,6 +233,8 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
       const input = {
         effectId: 'p-1',
         revision: 1,
+        destination: 'keyed-api',
+        operation: 'task.create',
         target: 'POST /v1/objects',
         package: { target: 'POST /v1/objects', body: {} },
         bodySha256: sha('b'),

@@ -327,7 +327,18 @@ describe('poison input writes nothing (real PostgreSQL, no Temporal)', () => {
   });
 
   test('why the door must refuse: PostgreSQL fails on NUL (text and jsonb) and lone surrogates (jsonb), or corrupts them (text)', async () => {
-    const release = { package: { target: 'POST /v1/objects task', body: { title: 'x' } }, bodySha256: 'c'.repeat(64) };
+    const release = {
+      steps: [
+        {
+          step: 'main',
+          position: 1,
+          destination: 'keyed-api',
+          operation: 'task.create',
+          package: { target: 'POST /v1/objects task', body: { title: 'x' } },
+          bodySha256: 'c'.repeat(64),
+        },
+      ],
+    };
     const registration = (id: string, over: Record<string, unknown>) => ({
       effectId: id,
       destination: 'keyed-api',
@@ -399,7 +410,18 @@ describe('poison input writes nothing (real PostgreSQL, no Temporal)', () => {
         mechanism: 'none',
         keyRetentionSeconds: null,
       },
-      { package: { target: 'POST /social/v1/posts', body: { text: 't' } }, bodySha256: 'd'.repeat(64) },
+      {
+        steps: [
+          {
+            step: 'main',
+            position: 1,
+            destination: 'social-feed',
+            operation: 'post.publish',
+            package: { target: 'POST /social/v1/posts', body: { text: 't' } },
+            bodySha256: 'd'.repeat(64),
+          },
+        ],
+      },
     );
     const raw = { actor: `ops${NUL}`, reason: `x${HIGH}`, [`for${NUL}ce`]: [nested(100)], ...protoKey(1) };
     const parsed = parseDecision('abandon', raw);

@@ -5,7 +5,13 @@ import { ActivityFailure, condition, sleep, workflowInfo } from '@temporalio/wor
 import type { AttemptReport } from '../activities/attempt-activities.js';
 import type { SendOutcome } from '../domain/destination-contract.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
-import { type EffectStage, isEffectStage, isTerminal, stageAfterOutcome } from '../domain/stages.js';
+import {
+  type EffectStage,
+  isEffectStage,
+  isTerminal,
+  stageAfterOutcome,
+  stageAfterStepOutcome,
+} from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
 
@@ -78,12 +84,13 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
   for (;;) {
     let report: AttemptReport;
     try {
-      report = await sendActivity(input.callTimeoutMs).attemptOnce({
+      report = await sendActivity(run.policy.callTimeoutMs).attemptOnce({
         effectId: input.effectId,
-        step: MAIN_STEP,
+        step: run.step,
         attemptNumber: run.attemptNumber,
         releaseRevision: run.releaseRevision,
-        callTimeoutMs: input.callTimeoutMs,
+        callTimeoutMs: run.policy.callTimeoutMs,
+        ...(run.multiStep ? { lastStep: run.lastStep } : {}),
       });
     } catch (error) {
       if (!(error instanceof ActivityFailure)) throw error;
@@ -109,7 +116,8 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
         run.firstAttemptAt ??= made.startedAt;
         run.view.addAttempt(made);
         if (!report.recorded) {
-          await ledger.recordResponse(made, input.destination, outcome, stageAfterOutcome(outcome.class));
+          const stage = stageAfterStepOutcome(outcome.class, run.lastStep);
+          await ledger.recordResponse(made, report.destination ?? input.destination, outcome, stage);
         }
         run.view.settleAttempt(run.attemptNumber, outcome.class, outcome.detail.reason);
         return outcome;
@@ -121,7 +129,7 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
 /** The send activity did not finish. With no attempt row nothing left (intent before send); else UNKNOWN. */
 async function lostAnswer(run: EffectRun, reason: string): Promise<SendOutcome> {
   const { input } = run;
-  const made = await ledger.recordLostAnswer(input.effectId, MAIN_STEP, run.attemptNumber, reason);
+  const made = await ledger.recordLostAnswer(input.effectId, run.step, run.attemptNumber, reason);
   if (!made) {
     run.attemptNumber -= 1;
     return {

@@ -29,8 +29,19 @@ export interface EffectInput {
   readbacksPerRun?: number;
   /** Overrides the destination's absence grace (tests shorten it). Absent in v1/v2 inputs. */
   absenceGraceMs?: number;
+  /** v4: the outbound steps in the order they leave, when there is more than one (else `main` alone). */
+  steps?: StepInput[];
   /** What the previous run knew, when this run continues a long wait for a human (v2). */
   carried?: CarriedState;
+}
+
+/** One outbound step of a multi-step effect: its destination's own policy applies to it. */
+export interface StepInput {
+  step: string;
+  destination: string;
+  callTimeoutMs: number;
+  retryAfterProvenAbsence: boolean;
+  readbackMaxIntervalMs?: number;
 }
 
 /** Handed from a run that continued as new to the next: the effect is still UNKNOWN, awaiting a human. */
@@ -43,9 +54,22 @@ export interface CarriedState {
   automaticRetries: number;
   /** How many runs came before this one. */
   runsBefore: number;
+  /** v4, multi-step: the steps and how far each got; the first one not done is the one awaited. */
+  steps?: StepView[];
+}
+
+/** One outbound step of a multi-step effect, as the status and the UI show it. */
+export interface StepView {
+  step: string;
+  idempotencyKey: string;
+  state: 'waiting' | 'in_progress' | 'done';
+  externalId?: string;
+  externalUrl?: string;
 }
 
 export interface AttemptView {
+  /** Set for a multi-step effect: attempts are numbered per step. */
+  step?: string;
   attemptNumber: number;
   idempotencyKey: string;
   startedAt: string;
@@ -66,6 +90,9 @@ export interface EffectStatus {
   awaiting?: string;
   readbacks: ReadbackView[];
   decisions: DecisionView[];
+  /** Multi-step effects: the step being carried now (the one the effect waits on), and every step. */
+  step?: string;
+  steps?: StepView[];
 }
 
 export interface ReadbackView {

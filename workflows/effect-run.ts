@@ -14,9 +14,9 @@ import type { Decision, RecordedDecisionKind } from '../domain/decisions.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
 import type { EffectStage } from '../domain/stages.js';
 import { ledger } from './activity-proxies.js';
-import type { DecideResponse, EffectInput, EffectResult } from './contract.js';
+import type { DecideResponse, EffectInput, EffectResult, StepInput } from './contract.js';
 import { EffectView } from './effect-view.js';
-import { effectStageKey } from './search-attributes.js';
+import { effectStageKey, effectStepKey } from './search-attributes.js';
 
 /** Four hours of waiting per run at the default 10-minute readback interval: about 350 history events. */
 const DEFAULT_READBACKS_PER_RUN = 24;
@@ -46,15 +46,55 @@ export class EffectRun {
   v3 = false;
   /** Counts the times this run entered UNKNOWN: a decision answers the episode it arrived in. */
   episode = 0;
+  /** The outbound steps in the order they leave (v4); `main` alone for a single-step effect. */
+  readonly steps: readonly string[];
   private decisionSeq = 0;
 
   constructor(readonly input: EffectInput) {
     this.view = new EffectView(input);
     this.automaticRetries = input.carried?.automaticRetries ?? 0;
+    this.steps = input.steps?.length ? input.steps.map((s) => s.step) : [MAIN_STEP];
   }
 
   get stage(): EffectStage {
     return this.view.stage;
+  }
+
+  /** The step being carried now: its attempts, readbacks and decisions are this run's concern. */
+  get step(): string {
+    return this.view.step;
+  }
+
+  get multiStep(): boolean {
+    return this.steps.length > 1;
+  }
+
+  get lastStep(): boolean {
+    return this.step === this.steps.at(-1);
+  }
+
+  /** The current step's destination policy (a step may go elsewhere than the effect's main destination). */
+  get policy(): Pick<StepInput, 'callTimeoutMs' | 'retryAfterProvenAbsence' | 'readbackMaxIntervalMs'> {
+    return this.input.steps?.find((s) => s.step === this.step) ?? this.input;
+  }
+
+  /** The steps still to carry, in order: a continued run resumes at the step it was on. */
+  stepsToGo(): string[] {
+    const done = new Set(this.input.carried?.steps?.filter((s) => s.state === 'done').map((s) => s.step));
+    return this.steps.filter((step) => !done.has(step));
+  }
+
+  /**
+   * v4: starts carrying `step`. Attempts and automatic retries count per step; a step the previous run
+   * was on (continue-as-new) resumes with its attempts.
+   */
+  beginStep(step: string): void {
+    if (!this.multiStep) return;
+    const carried = this.input.carried?.attempts.filter((a) => (a.step ?? MAIN_STEP) === step) ?? [];
+    if (step !== this.step || carried.length === 0) this.automaticRetries = 0;
+    this.view.beginStep(step);
+    this.attemptNumber = Math.max(0, ...carried.map((a) => a.attemptNumber));
+    this.firstAttemptAt = carried[0]?.startedAt ?? null;
   }
 
   /** Names a signal or update for the ledger: a retried write finds its own row. */
@@ -64,7 +104,11 @@ export class EffectRun {
   }
 
   publish(): void {
-    upsertSearchAttributes([{ key: effectStageKey, value: this.view.stage }]);
+    upsertSearchAttributes([
+      { key: effectStageKey, value: this.view.stage },
+      // A multi-step effect also says which step it is on (`EffectStep = "announce"` in the UI).
+      ...(this.multiStep ? [{ key: effectStepKey, value: this.step }] : []),
+    ]);
     setCurrentDetails(this.view.details());
   }
 
@@ -83,15 +127,30 @@ export class EffectRun {
     return { effectId: s.effectId, stage: s.stage, externalId: s.externalId, externalUrl: s.externalUrl, reason };
   }
 
-  /** What readback and a human's confirmation look for: the released package of this effect. */
+  /**
+   * The current step has its object. The effect is recorded with its last step (a readback's find passes
+   * through reconciled); a step before it leaves the effect attempted (the provider answered) or
+   * reconciled (found by readback, or confirmed by a person), and the next step goes.
+   */
+  settleStep(externalId: string, externalUrl: string | null | undefined, via: 'response' | 'readback' | 'human'): void {
+    this.view.setResult(externalId, externalUrl);
+    this.view.settleStep();
+    if (via === 'readback') this.move('reconciled');
+    if (this.lastStep) this.move('recorded');
+    else if (via === 'human') this.move('reconciled');
+    else this.publish();
+  }
+
+  /** What readback and a human's confirmation look for: the released package of the current step. */
   target(): ReadbackTarget {
     return {
       effectId: this.input.effectId,
-      step: MAIN_STEP,
+      step: this.step,
       releaseRevision: this.releaseRevision,
       since: this.firstAttemptAt ?? '',
-      callTimeoutMs: this.input.callTimeoutMs,
+      callTimeoutMs: this.policy.callTimeoutMs,
       ...(this.input.absenceGraceMs === undefined ? {} : { absenceGraceMs: this.input.absenceGraceMs }),
+      ...(this.multiStep ? { lastStep: this.lastStep } : {}),
     };
   }
 

@@ -1,8 +1,17 @@
 // What the workflow knows about its effect, and how it shows it: the status query's answer and the
 // markdown "current details" in the Web UI. Pure: stage moves go through the stage machine.
+import { idempotencyKeyFor, MAIN_STEP } from '../domain/idempotency-key.js';
 import type { OutcomeClass } from '../domain/outcomes.js';
 import { type EffectStage, nextStage } from '../domain/stages.js';
-import type { AttemptView, CarriedState, DecisionView, EffectInput, EffectStatus, ReadbackView } from './contract.js';
+import type {
+  AttemptView,
+  CarriedState,
+  DecisionView,
+  EffectInput,
+  EffectStatus,
+  ReadbackView,
+  StepView,
+} from './contract.js';
 
 /** Readbacks the UI's current details show, and all a run carries to the next: the ledger holds every one. */
 const SHOWN_READBACKS = 5;
@@ -27,6 +36,44 @@ export class EffectView {
       readbacks: carried?.readbacks ?? [],
       decisions: carried?.decisions ?? [],
     };
+    const steps = input.steps ?? [];
+    if (steps.length > 1) {
+      this.current.steps =
+        carried?.steps ??
+        steps.map(({ step }) => ({ step, idempotencyKey: idempotencyKeyFor(input.effectId, step), state: 'waiting' }));
+      this.current.step = this.current.steps.find((s) => s.state !== 'done')?.step;
+    }
+  }
+
+  /** The step being carried now (`main` for a single-step effect). */
+  get step(): string {
+    return this.current.step ?? MAIN_STEP;
+  }
+
+  /** Multi-step: the next step is being carried. */
+  beginStep(step: string): void {
+    const view = this.stepView(step);
+    if (!view) return;
+    this.current.step = step;
+    view.state = 'in_progress';
+  }
+
+  /** Multi-step: the current step has its fact. */
+  settleStep(): void {
+    const view = this.stepView(this.step);
+    if (view) view.state = 'done';
+  }
+
+  private stepView(step: string): StepView | undefined {
+    return this.current.steps?.find((s) => s.step === step);
+  }
+
+  /** "step announce (2 of 2): …" for a multi-step effect: what is awaited names its step. */
+  private onStep(awaiting: string | undefined): string | undefined {
+    const steps = this.current.steps;
+    if (!awaiting || !steps) return awaiting;
+    const at = steps.findIndex((s) => s.step === this.step);
+    return `step ${this.step} (${at + 1} of ${steps.length}): ${awaiting}`;
   }
 
   /** What the next run needs to go on showing and deciding as this one did. */
@@ -38,6 +85,7 @@ export class EffectView {
       decisions: decisions.slice(-CARRIED_DECISIONS),
       automaticRetries,
       runsBefore: this.runsBefore + 1,
+      ...(this.current.steps ? { steps: this.current.steps } : {}),
     };
   }
 
@@ -48,19 +96,25 @@ export class EffectView {
   /** Moves the stage (throws on a move the stage machine forbids) and says what is awaited next. */
   move(to: EffectStage, awaiting?: string): void {
     if (to !== this.current.stage) this.current.stage = nextStage(this.current.stage, to);
-    this.current.awaiting = awaiting;
+    this.current.awaiting = this.onStep(awaiting);
   }
 
   await(awaiting: string | undefined): void {
-    this.current.awaiting = awaiting;
+    this.current.awaiting = this.onStep(awaiting);
   }
 
   addAttempt(attempt: { attemptNumber: number; idempotencyKey: string; startedAt: string }): void {
-    this.current.attempts.push({ ...attempt, outcome: 'in_flight' });
+    const step = this.current.steps ? { step: this.step } : {};
+    this.current.attempts.push({ ...step, ...attempt, outcome: 'in_flight' });
+  }
+
+  /** The current step's attempts (a multi-step effect numbers attempts per step). */
+  stepAttempts(): AttemptView[] {
+    return this.current.attempts.filter((a) => (a.step ?? MAIN_STEP) === this.step);
   }
 
   settleAttempt(attemptNumber: number, outcome: OutcomeClass, detail: string): void {
-    const found = this.current.attempts.find((a) => a.attemptNumber === attemptNumber);
+    const found = this.stepAttempts().find((a) => a.attemptNumber === attemptNumber);
     if (found) Object.assign(found, { outcome, detail } satisfies Partial<AttemptView>);
   }
 
@@ -72,7 +126,11 @@ export class EffectView {
     this.current.decisions.push(decision);
   }
 
+  /** The current step's object; the effect's result is its main step's. */
   setResult(externalId: string, externalUrl?: string | null): void {
+    const view = this.stepView(this.step);
+    if (view) Object.assign(view, { externalId }, externalUrl ? { externalUrl } : {});
+    if (this.step !== MAIN_STEP) return;
     this.current.externalId = externalId;
     if (externalUrl) this.current.externalUrl = externalUrl;
   }
@@ -94,6 +152,14 @@ export class EffectView {
       s.externalId ? `Result: \`${s.externalId}\`${s.externalUrl ? ` (${s.externalUrl})` : ''}` : '',
       '',
     ];
+    if (s.steps) {
+      lines.push('| step | idempotency key | state | object |', '|---|---|---|---|');
+      for (const step of s.steps)
+        lines.push(
+          `| ${step.step === s.step && step.state !== 'done' ? `**${step.step}** ←` : step.step} | \`${step.idempotencyKey}\` | ${step.state} | ${step.externalId ?? ''} |`,
+        );
+      lines.push('');
+    }
     if (s.attempts.length) {
       lines.push('| # | idempotency key | started | outcome |', '|---|---|---|---|');
       for (const a of s.attempts) {

@@ -2,11 +2,12 @@
 // Deterministic: no I/O here; the ledger and the destination are reached only through activities.
 // The function below is the stage diagram (README, "Stages"); each phase lives in its own module.
 import { patched } from '@temporalio/workflow';
+import { isTerminal } from '../domain/stages.js';
 import { attemptInSteps, attemptOnce, pauseBeforeResend } from './attempt.js';
 import type { EffectInput, EffectResult } from './contract.js';
 import { EffectRun } from './effect-run.js';
 import { handleMessages } from './messages.js';
-import { ONE_ACTIVITY_ATTEMPT_PATCH } from './patches.js';
+import { MULTI_STEP_PATCH, ONE_ACTIVITY_ATTEMPT_PATCH } from './patches.js';
 import { applyDecision, RETRY, reconcile } from './reconcile.js';
 import { releaseInWorkflow, takeUpRelease } from './release.js';
 
@@ -23,43 +24,58 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
     if (settled) return run.finish(settled);
   }
 
+  // v4: each outbound step in turn, to its own fact; the last step's result is the effect's. Only a
+  // multi-step input asks (and records the marker): a single-step run issues v3's commands unchanged.
+  if (v3 && run.multiStep && patched(MULTI_STEP_PATCH)) {
+    for (const step of run.stepsToGo()) {
+      run.beginStep(step);
+      const result = await carryStep(run);
+      if (isTerminal(result.stage)) return run.finish(result);
+    }
+  }
+  return run.finish(await carryStep(run));
+}
+
+/**
+ * The current step from its release to its fact. Returns the effect's result when it ends (recorded with
+ * its last step, rejected, abandoned); a step before the last returns a non-terminal stage once settled.
+ */
+async function carryStep(run: EffectRun): Promise<EffectResult> {
   // An earlier run started attempts and left no outcome we trust: read back, never a blind second write.
   if (run.attemptNumber > 0) {
-    if (!input.carried) {
+    if (!run.input.carried) {
       run.move('attempted');
       run.move('unknown');
     }
     const resolved = await reconcile(run);
-    if (resolved !== RETRY) return run.finish(resolved);
+    if (resolved !== RETRY) return resolved;
   }
 
   // attempted → recorded | rejected | unknown (→ reconcile) | not sent (same key again after a pause).
   for (;;) {
-    const outcome = v3 ? await attemptOnce(run) : await attemptInSteps(run);
+    const outcome = run.v3 ? await attemptOnce(run) : await attemptInSteps(run);
     switch (outcome.class) {
       case 'confirmed':
-        run.view.setResult(outcome.externalId, outcome.externalUrl);
-        run.move('recorded');
-        return run.finish(run.result());
+        run.settleStep(outcome.externalId, outcome.externalUrl, 'response');
+        return run.result();
       case 'recorded-before':
-        run.view.setResult(outcome.externalId, outcome.externalUrl);
-        run.move('recorded');
-        return run.finish(run.result('the ledger already held this effect’s fact'));
+        run.settleStep(outcome.externalId, outcome.externalUrl, 'response');
+        return run.result('the ledger already held this effect’s fact');
       case 'ended-before':
-        return run.finish({ ...run.result(`an earlier run ended this effect ${outcome.stage}`), stage: outcome.stage });
+        return { ...run.result(`an earlier run ended this effect ${outcome.stage}`), stage: outcome.stage };
       case 'rejected':
         run.move('rejected');
-        return run.finish(run.result(outcome.detail.reason));
+        return run.result(outcome.detail.reason);
       case 'unknown': {
         run.move('unknown');
         const resolved = await reconcile(run);
-        if (resolved !== RETRY) return run.finish(resolved);
+        if (resolved !== RETRY) return resolved;
         break;
       }
       case 'not_sent': {
         const abandon = await pauseBeforeResend(run, outcome);
         const resolution = abandon && (await applyDecision(run, abandon));
-        if (resolution && resolution !== RETRY) return run.finish(resolution);
+        if (resolution && resolution !== RETRY) return resolution;
       }
     }
   }

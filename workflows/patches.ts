@@ -6,3 +6,9 @@ export const CONTINUE_AS_NEW_PATCH = 'continue-as-new-while-awaiting-human';
 
 /** v3: the release is written at approval, and each attempt is one activity (write, send, record). */
 export const ONE_ACTIVITY_ATTEMPT_PATCH = 'one-activity-attempts';
+
+/**
+ * v4: an effect may have several outbound steps, carried one after another, each with its own attempts,
+ * readbacks and fact; the effect is recorded when its last step is.
+ */
+export const MULTI_STEP_PATCH = 'multi-step-effects';

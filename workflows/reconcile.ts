@@ -64,9 +64,7 @@ async function readBack(run: EffectRun): Promise<ReadbackResult> {
 }
 
 function recordFound(run: EffectRun, found: Extract<ReadbackResult, { outcome: 'found' }>): EffectResult {
-  run.view.setResult(found.externalId, found.externalUrl);
-  run.move('reconciled');
-  run.move('recorded');
+  run.settleStep(found.externalId, found.externalUrl, 'readback');
   return run.result();
 }
 
@@ -89,7 +87,7 @@ async function freshReadbackBeforeRetry(run: EffectRun): Promise<Resolution> {
 function mayRetryAutomatically(run: EffectRun, read: ReadbackResult): boolean {
   return (
     read.outcome === 'absent' &&
-    run.input.retryAfterProvenAbsence &&
+    run.policy.retryAfterProvenAbsence &&
     run.automaticRetries < MAX_AUTOMATIC_RETRIES &&
     run.decisions.length === 0
   );
@@ -123,7 +121,8 @@ async function awaitDecision(run: EffectRun, read: ReadbackResult): Promise<Queu
  * readback of this wait, up to the destination's cap; earlier runs replay a fixed interval.
  */
 function readbackInterval(run: EffectRun): number {
-  const { readbackIntervalMs, readbackMaxIntervalMs } = run.input;
+  const { readbackIntervalMs } = run.input;
+  const { readbackMaxIntervalMs } = run.policy;
   if (!run.v3 || readbackMaxIntervalMs === undefined) return readbackIntervalMs;
   const doublings = Math.min(Math.max(0, run.readbacksThisRun - 1), 30);
   return Math.min(readbackMaxIntervalMs, readbackIntervalMs * 2 ** doublings);
@@ -166,8 +165,7 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
         respond(false, confirmed.reason);
         return undefined;
       }
-      view.setResult(confirmed.externalId, confirmed.externalUrl);
-      run.move('recorded');
+      run.settleStep(confirmed.externalId, confirmed.externalUrl, 'human');
       respond(true);
       return run.result(`confirmed by ${decision.actor}`);
     }

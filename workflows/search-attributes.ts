@@ -7,3 +7,5 @@ export const effectDestinationKey = defineSearchAttributeKey('EffectDestination'
 export const effectOperationKey = defineSearchAttributeKey('EffectOperation', SearchAttributeType.KEYWORD);
 /** The effect in one line, for the Web UI's workflow list (its static summary is not a list column). */
 export const effectSummaryKey = defineSearchAttributeKey('EffectSummary', SearchAttributeType.KEYWORD);
+/** The step a multi-step effect is on (e.g. `EffectStep = "announce"`); single-step effects never set it. */
+export const effectStepKey = defineSearchAttributeKey('EffectStep', SearchAttributeType.KEYWORD);

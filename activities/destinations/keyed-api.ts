@@ -33,11 +33,21 @@ const task = z
   })
   .strict();
 
+/** A task, and a post announcing it on a channel: two outbound steps of one approval. */
+const taskAnnounced = task.extend({ channel: z.string().min(1).max(64), text: z.string().min(1).max(2000) }).strict();
+
 export const keyedApiContract: DestinationContract = {
   name: 'keyed-api',
   mechanism: 'idempotency_key',
   keyRetentionSeconds: 24 * 60 * 60,
-  operations: { 'refund.create': refund, 'task.create': task },
+  operations: { 'refund.create': refund, 'task.create': task, 'task.announce': taskAnnounced },
+  steps: {
+    // The task first (main, keyed here), then the announcement on the social feed (key-less: step `announce`).
+    'task.announce': ({ channel, text, ...task }) => [
+      { step: 'main', destination: 'keyed-api', operation: 'task.create', payload: task },
+      { step: 'announce', destination: 'social-feed', operation: 'post.publish', payload: { channel, text } },
+    ],
+  },
   callTimeoutMs: 10_000,
   // Absence is proven by a server-side search over every object carrying our effect ID, and the key
   // (when still remembered) dedupes anyway: a same-key retry after that cannot make a duplicate.
@@ -55,9 +65,10 @@ export const keyedApiContract: DestinationContract = {
     return { target, body: { kind: operation, ...payload, metadata: { effect_id: effectId } } };
   },
   describe(operation, payload) {
-    return operation === 'refund.create'
-      ? `refund ${String(payload.amount)} ${String(payload.currency)} on ${String(payload.charge)}`
-      : `task "${String(payload.title)}" for ${String(payload.request)}`;
+    if (operation === 'refund.create')
+      return `refund ${String(payload.amount)} ${String(payload.currency)} on ${String(payload.charge)}`;
+    const task = `task "${String(payload.title)}" for ${String(payload.request)}`;
+    return operation === 'task.announce' ? `${task}, announced on ${String(payload.channel)}` : task;
   },
 };
 

@@ -15,6 +15,7 @@ export const HISTORY_PATHS = [
   'long-wait-continued-as-new',
   'long-wait-next-run',
   'unknown-human-confirm',
+  'multi-step-unknown-readback',
 ] as const;
 
 export type HistoryPath = (typeof HISTORY_PATHS)[number];

@@ -7,7 +7,7 @@ import type { EffectStage } from '../../domain/stages.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate } from '../../workflows/contract.js';
 import { runEffect, socialPostsFor, waitForStage } from '../effect-probes.js';
 import type { Stack } from '../local-stack.js';
-import { postRequest, refundRequest } from '../sample-requests.js';
+import { postRequest, refundRequest, taskAnnouncedRequest } from '../sample-requests.js';
 import { waitFor } from '../wait-for.js';
 import { startWorkerProcess } from '../worker-process.js';
 import { HISTORY_PATHS, type HistoryPath } from './history-paths.js';
@@ -266,6 +266,18 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         });
         await stack.effects.result(effectId);
       });
+    },
+  },
+  {
+    path: 'multi-step-unknown-readback',
+    shows:
+      'v4: two steps (a task at the keyed API, then a post announcing it); the task is confirmed, the post commits but its ' +
+      'answer is lost: unknown, readback of the post step only finds it, reconciled, recorded',
+    effectId: 'hist:multi-step',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      await stack.simulator.fault('drop_after_commit', { path: '/social/v1/posts' });
+      await runEffect(stack, taskAnnouncedRequest(effectId, 'request-h8', 'History: two steps'));
     },
   },
 ];
