@@ -212,6 +212,41 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
     });
   });
 
+  test('multi-step: a fact per step, at its own destination; recorded only when every step has its fact', async () => {
+    const factOf = async (id: string, step: string, destination: string, externalId: string) => {
+      const [row] =
+        await sql`INSERT INTO provider_evidence (effect_id, step, kind, outcome, detail) VALUES (${id}, ${step}, 'readback', 'found', '{}') RETURNING evidence_id`;
+      await sql`INSERT INTO facts (effect_id, step, destination, external_id, occurred_at, confirmed_by, evidence_id) VALUES (${id}, ${step}, ${destination}, ${externalId}, now(), 'readback', ${row!.evidence_id})`;
+    };
+    await started('m-1');
+    await release('m-1', 'announce', 2, 'social-feed');
+    await assert.rejects(release('m-1', 'later', 1), /releases_effect_revision_position_uq|main_step_first/);
+    await assert.rejects(
+      release('m-1', 'again', 3, 'keyed-api').then(() => release('m-1', 'again', 4)),
+      /uq/,
+    );
+    await factOf('m-1', 'main', 'keyed-api', 'obj_m1');
+    await assert.rejects(attempt('m-1', 2), /step main already has its fact/, 'the settled step takes no attempt');
+    await attempt('m-1', 1, 'announce', 'm-1~announce'); // the next step still may
+    await assert.rejects(
+      factOf('m-1', 'announce', 'keyed-api', 'obj_m2'),
+      /names destination keyed-api, which no release of that step goes to/,
+    );
+    await assert.rejects(stage('m-1', 'recorded'), /cannot be recorded without its fact \(2 step\(s\) have none\)/);
+    await factOf('m-1', 'announce', 'social-feed', 'post_m1');
+    await assert.rejects(factOf('m-1', 'announce', 'social-feed', 'post_m2'), /facts_effect_step_pk/);
+    await assert.rejects(stage('m-1', 'recorded'), /cannot be recorded without its fact/, 'step "again" has none');
+    // A refused later step: rejected with the earlier steps' facts kept.
+    await started('m-2');
+    await release('m-2', 'announce', 2, 'social-feed');
+    await factOf('m-2', 'main', 'keyed-api', 'obj_m3');
+    await stage('m-2', 'rejected');
+    await assert.rejects(factOf('m-2', 'announce', 'social-feed', 'post_m3'), /m-2 is rejected: it can have no fact/);
+    // A main step elsewhere than its effect, or a step that changes destination in a later revision: refused.
+    await effect('m-3');
+    await assert.rejects(release('m-3', 'main', 1, 'social-feed'), /main step goes to social-feed/);
+  });
+
   test('step keys cannot collide: effect A step x may not use the key A:x (effect A:x’s own key)', async () => {
     await effect('A');
     await release('A');
