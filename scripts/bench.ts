@@ -21,6 +21,7 @@ import { createDestinations, destinationContracts } from '../activities/destinat
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import type { BareEffectInput } from '../harness/bench/bare-activities.js';
 import type { bareEffect } from '../harness/bench/bare-workflow.js';
+import { cpuByRole, cpuMsPerEffect, type Role } from '../harness/bench/cpu.js';
 import { memoryOf, resetPeak, startBareWorkerProcess } from '../harness/bench/processes.js';
 import { type LatencySummary, renderChart, type Series, summarize, table } from '../harness/bench/report.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
@@ -160,6 +161,8 @@ interface RunResult {
   ended: Record<string, number>;
   /** Peak RSS (VmHWM) of each worker process of this kind during the run, MiB. */
   workerPeakRssMiB: number[];
+  /** CPU milliseconds per effect, per process role (where the time went). */
+  cpuMsPerEffect: Record<string, number>;
   effectIds: string[];
   latencies: number[];
 }
@@ -188,6 +191,21 @@ async function runOne(bench: Bench, kind: Kind, effectId: string, i: number): Pr
   return (await handle.result()).objectId ? 'completed' : 'no object ID';
 }
 
+/** The processes of the bench's stack, by role (harness/bench/cpu.ts). */
+function stackRoles(bench: Bench): Record<string, Role> {
+  const pids = (kind: Kind) => new Set(bench.workers[kind].map((w) => w.child.pid));
+  const port = bench.stack.env.address.split(':').at(-1);
+  const database = new URL(bench.stack.databaseUrl).pathname.slice(1);
+  return {
+    'ledgered worker': (p) => pids('ledgered').has(p.pid),
+    'bare worker': (p) => pids('bare').has(p.pid),
+    'bench (approver)': (p) => p.pid === process.pid,
+    'temporal server': (p) => p.cmdline.includes('start-dev') && p.cmdline.includes(`--port ${port} `),
+    postgres: (p) => p.cmdline.startsWith('postgres:') && p.cmdline.includes(` ${database} `),
+    simulator: (p) => p.ppid === process.pid && p.cmdline.includes('simulator/main.ts'),
+  };
+}
+
 async function run(
   bench: Bench,
   kind: Kind,
@@ -203,6 +221,8 @@ async function run(
   const latencies: number[] = [];
   const ended: Record<string, number> = {};
   const bar = progressBar(`${phase}${round === undefined ? '' : ` r${round}`} ${kind} c=${concurrency}`, count);
+  const roles = stackRoles(bench);
+  const cpuBefore = cpuByRole(roles);
   const started = performance.now();
   await pool(count, concurrency, async (i) => {
     const t0 = performance.now();
@@ -230,12 +250,17 @@ async function run(
     latencyMs: summarize(latencies),
     ended,
     workerPeakRssMiB: workers.map((w) => memoryOf(w.child.pid)?.peakMiB ?? Number.NaN),
+    cpuMsPerEffect: cpuMsPerEffect(cpuBefore, cpuByRole(roles), count),
     effectIds: ids,
     latencies,
   };
   log(
     `${phase}${round === undefined ? '' : ` round ${round}`} ${kind}: ${result.effectsPerSecond.toFixed(1)} effects/s, ` +
-      `p50 ${result.latencyMs.p50.toFixed(0)} ms, ended ${JSON.stringify(ended)}`,
+      `p50 ${result.latencyMs.p50.toFixed(0)} ms, ended ${JSON.stringify(ended)}, CPU ms/effect ` +
+      Object.entries(result.cpuMsPerEffect)
+        .filter(([, ms]) => ms > 0)
+        .map(([role, ms]) => `${role} ${ms.toFixed(1)}`)
+        .join(', '),
   );
   return result;
 }
@@ -602,6 +627,12 @@ async function main() {
         historyBytesPerEffect: history[kind].bytesPerEffect,
         workerPeakRssMiB: Math.max(...runs.flatMap((r) => r.workerPeakRssMiB)),
         workerStartupPeakRssMiB: startup[kind]?.peakMiB,
+        cpuMsPerEffect: Object.fromEntries(
+          Object.keys(runs[0]?.cpuMsPerEffect ?? {}).map((role) => [
+            role,
+            mean(runs.map((r) => r.cpuMsPerEffect[role] ?? 0)),
+          ]),
+        ),
         ended: runs.reduce<Record<string, number>>((acc, r) => {
           for (const [k, v] of Object.entries(r.ended)) acc[k] = (acc[k] ?? 0) + v;
           return acc;
@@ -687,6 +718,11 @@ async function main() {
           ['history bytes per effect', fmt(history.bare.bytesPerEffect, 0), fmt(history.ledgered.bytesPerEffect, 0)],
           ['worker peak RSS MiB (runs)', ...kinds.map((k) => fmt(summary[k].workerPeakRssMiB, 0))],
           ['worker startup peak RSS MiB', ...kinds.map((k) => fmt(startup[k]?.peakMiB, 0))],
+          // Where the time went: CPU per effect in each process (a 2-core machine is CPU-bound at c=20).
+          ...['worker', 'temporal server', 'postgres', 'bench (approver)', 'simulator'].map((role) => [
+            `CPU ms/effect: ${role}`,
+            ...kinds.map((k) => fmt(summary[k].cpuMsPerEffect[role === 'worker' ? `${k} worker` : role])),
+          ]),
         ],
       ),
       '',
