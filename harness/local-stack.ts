@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';
-import { createDestinations } from '../activities/destinations/registry.js';
+import { createDestinations, type DestinationSettings } from '../activities/destinations/registry.js';
 import {
   type ApprovalResult,
   EffectLedgerClient,
@@ -51,6 +51,8 @@ export interface Stack {
 export interface WorkerOptions {
   /** Where the worker's adapters send requests (default: the stack's simulator). */
   providerUrl?: string;
+  /** The real destinations' settings (email, JetStream, orders database); unset, they have no adapter. */
+  destinations?: Omit<DestinationSettings, 'providerUrl'>;
 }
 
 /** The backend client, remembering which effect IDs it was asked to approve (for per-test isolation checks). */
@@ -123,7 +125,10 @@ export async function startStack({
       taskQueue,
       workflowBundle,
       db: ledger.db,
-      destinations: createDestinations({ providerUrl: options.providerUrl ?? simulator.url }),
+      destinations: createDestinations({
+        ...options.destinations,
+        providerUrl: options.providerUrl ?? simulator.url,
+      }),
       effects,
     });
 

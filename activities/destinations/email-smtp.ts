@@ -79,16 +79,19 @@ interface MailpitSummary {
   Created: string;
 }
 
-// nodemailer names the SMTP command an error happened at; at CONN nothing of ours has left.
+// nodemailer labels a connection closed after the message's final "." with command CONN too, so only the
+// socket's own connect failure (or no greeting) proves that nothing of ours left.
 function classifySmtpError(error: unknown): SendOutcome {
-  const { code, command, responseCode, message } = error as {
+  const { code, command, responseCode, message, syscall } = error as {
     code?: string;
     command?: string;
     responseCode?: number;
     message?: string;
+    syscall?: string;
   };
   const detail = { reason: `${command ?? '?'}: ${message ?? String(error)}`, errorCode: code };
-  if (command === 'CONN' || code === 'ECONNREFUSED')
+  const neverConnected = syscall === 'connect' || /^connect E[A-Z]+/.test(message ?? '');
+  if (neverConnected || /Greeting never received/.test(message ?? ''))
     return { class: 'not_sent', detail: { ...detail, reason: `no SMTP session (${detail.reason})` } };
   // A 5xx reply at any command: the server refused the message and stored nothing.
   if (responseCode !== undefined && responseCode >= 500) return { class: 'rejected', httpStatus: responseCode, detail };
