@@ -98,14 +98,22 @@ async function withConnection<T>(
 ): Promise<T> {
   const sql = postgres(databaseUrl, {
     max: 1,
+    // No array-type query on connect: the INSERT is the connection's first statement, and a connection ended
+    // while that query was pending rejected it unhandled inside postgres.js (seen with the upstream cut),
+    // which takes a worker process down.
+    fetch_types: false,
     connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
     onnotice: () => {},
     connection: { application_name: 'effect-ledger' },
   });
   let timer: NodeJS.Timeout | undefined;
+  const work = fn(sql);
+  // When the timeout wins, ending the connection rejects the statement still pending (CONNECTION_DESTROYED):
+  // that loser must not surface as an unhandled rejection, which would take the worker process down.
+  work.catch(() => {});
   try {
     return await Promise.race([
-      fn(sql),
+      work,
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new CallTimeout(`no answer within ${timeoutMs} ms`)), timeoutMs);
       }),
