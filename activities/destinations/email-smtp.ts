@@ -154,7 +154,9 @@ export function emailSmtp(settings: EmailSettings): DestinationAdapter {
         name: 'effect-ledger',
         connectionTimeout: timeoutMs,
         greetingTimeout: timeoutMs,
-        socketTimeout: timeoutMs,
+        // Longer than the greeting's own timer: with both equal the socket's idle timeout fired first when no
+        // greeting came, and its error ("Timeout", CONN) cannot prove that nothing was sent — the greeting's can.
+        socketTimeout: timeoutMs + 1000,
       });
       try {
         const info = await transport.sendMail({
