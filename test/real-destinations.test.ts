@@ -4,13 +4,17 @@
 // the workflow's stage. Faults happen at the network boundary; the test removes them, not a clock.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import nodemailer from 'nodemailer';
 import { messageIdFor } from '../activities/destinations/email-smtp.js';
 import { subjectFor } from '../activities/destinations/nats-jetstream.js';
 import { resultOf, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { waitFor } from '../harness/wait-for.js';
 import { readTrail } from '../ledger/trail.js';
+import { audit } from '../scripts/audit/audit.js';
+import { realDestinationRecords } from '../scripts/audit/destination-records.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 import {
   EMAIL_FROM,
@@ -437,4 +441,47 @@ describe('orders table in another PostgreSQL database', () => {
     assert.equal(await ordersAt('ord:refused'), 1);
     await report('orders-sql: refused before send', 'ord:refused', await ordersAt('ord:refused'));
   });
+});
+
+describe("the audit reads each real destination's own records", () => {
+  test(
+    'no finding over every scenario above; a second object per destination is a duplicate',
+    TEST_TIMEOUT,
+    async () => {
+      const records = () =>
+        realDestinationRecords({
+          email: { mailboxUrl: real.mailpit.url },
+          jetstream: { servers: real.nats.address, stream: real.stream },
+          ordersDatabaseUrl: real.orders.url,
+        });
+      const before = await audit(s().ledger.sql, { destinations: records() });
+      assert.deepEqual(before.findings, [], 'every object has its fact, every fact its object');
+      assert.ok(before.checked.objects >= 15, `objects read: ${before.checked.objects}`);
+      // Someone else sends a copy of each (not through our adapters): the audit must see two objects.
+      await nodemailer
+        .createTransport({ host: '127.0.0.1', port: real.mailpit.smtpPort, secure: false, ignoreTLS: true })
+        .sendMail({
+          from: EMAIL_FROM,
+          to: 'ana@example.com',
+          subject: 'copy',
+          text: 'copy',
+          headers: { 'X-Effect-Id': 'mail:happy' },
+        });
+      const copyHeaders = natsHeaders();
+      copyHeaders.set('Effect-Id', 'evt:happy');
+      await jetstream(real.nats.connection).publish(subjectFor(real.subjectPrefix, 'evt:happy-copy'), 'copy', {
+        msgID: 'evt:happy',
+        headers: copyHeaders,
+      });
+      const orders = real.orders.session();
+      await orders`INSERT INTO orders (effect_key, body, body_sha256)
+      VALUES ('copy-of-ord:happy', ${orders.json({ effect_id: 'ord:happy' })}, ${'0'.repeat(64)})`;
+      await orders.end();
+      const after = await audit(s().ledger.sql, { destinations: records() });
+      const duplicates = after.findings.filter((f) => f.kind === 'duplicate').map((f) => f.effectId);
+      assert.deepEqual(duplicates.sort(), ['evt:happy', 'mail:happy', 'ord:happy']);
+      // The order row's key is not derived from its effect ID (the key dedupes nothing here).
+      assert.ok(after.findings.some((f) => f.kind === 'foreign_key' && f.effectId === 'ord:happy'));
+    },
+  );
 });
