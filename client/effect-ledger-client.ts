@@ -144,7 +144,7 @@ export class EffectLedgerClient {
         staticDetails: [
           `**Effect** \`${effect.effectId}\``,
           '',
-          `- destination: ${effect.destination} (${effect.mechanism}${effect.keyRetentionSeconds ? `, key kept ${effect.keyRetentionSeconds} s` : ''})`,
+          `- destination: ${effect.destination} (${effect.mechanism}${effect.keyRetentionSeconds ? `, key kept ${effect.keyRetentionSeconds} s` : effect.mechanism === 'transactional' ? ', key kept as long as the object' : ''})`,
           `- operation: \`${effect.operation}\``,
           `- approved by ${effect.approvedBy} under ${effect.authorizationRef}`,
           `- fingerprint \`${effect.fingerprint.slice(0, 16)}…\``,

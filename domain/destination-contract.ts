@@ -72,7 +72,12 @@ export interface StepPlan {
 export interface DestinationContract {
   name: string;
   mechanism: DedupeMechanism;
-  /** How long the destination remembers a key; null when it honours none. */
+  /**
+   * How long the destination remembers a key, in seconds. null means no expiry to declare, and what that
+   * means depends on `mechanism`: `transactional` — the key is stored with the effect and lives as long as
+   * it (no expiry; every retry is deduped); `natural_key` and `none` — the destination honours no key at all,
+   * so nothing dedupes a second send. Read null together with the mechanism, never alone.
+   */
   keyRetentionSeconds: number | null;
   /** Payload schema per operation; unknown operations are refused at approval. */
   operations: Readonly<Record<string, PayloadSchema>>;

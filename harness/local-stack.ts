@@ -5,7 +5,11 @@ import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';
-import { createDestinations, type Destinations } from '../activities/destinations/registry.js';
+import {
+  createDestinations,
+  type DestinationSettings,
+  type Destinations,
+} from '../activities/destinations/registry.js';
 import {
   type ApprovalResult,
   EffectLedgerClient,
@@ -51,8 +55,10 @@ export interface Stack {
 export interface WorkerOptions {
   /** Where the worker's adapters send requests (default: the stack's simulator). */
   providerUrl?: string;
-  /** Adapters other than the registry's, built for that URL: a deploy that changed one, say. */
-  destinations?: (providerUrl: string) => Destinations;
+  /** The real destinations' settings (email, JetStream, orders database); unset, they have no adapter. */
+  destinations?: Omit<DestinationSettings, 'providerUrl'>;
+  /** Adapters other than the registry's, from those settings: a deploy that changed one, say. */
+  adapters?: (settings: DestinationSettings) => Destinations;
 }
 
 /** The backend client, remembering which effect IDs it was asked to approve (for per-test isolation checks). */
@@ -125,9 +131,10 @@ export async function startStack({
       taskQueue,
       workflowBundle,
       db: ledger.db,
-      destinations: (options.destinations ?? ((providerUrl) => createDestinations({ providerUrl })))(
-        options.providerUrl ?? simulator.url,
-      ),
+      destinations: (options.adapters ?? createDestinations)({
+        ...options.destinations,
+        providerUrl: options.providerUrl ?? simulator.url,
+      }),
       effects,
     });
 

@@ -45,7 +45,8 @@ export const effects = pgTable(
     summary: text('summary').notNull(),
     stage: text('stage').notNull().default('prepared'),
     // How the destination dedupes (idempotency_key / transactional / natural_key / none) and for how
-    // long it remembers a key: decides whether a retry after UNKNOWN may ever be automatic.
+    // long it remembers a key: decides whether a retry after UNKNOWN may ever be automatic. A null
+    // retention is "no expiry" for transactional and "no key honoured" for natural_key / none.
     mechanism: text('mechanism').notNull(),
     keyRetentionSeconds: integer('key_retention_seconds'),
     approvedAt: timestamp('approved_at', { withTimezone: true }).notNull().defaultNow(),

@@ -18,9 +18,9 @@ import { arriveAtBarrier, BARRIER_ENV } from '../harness/barrier.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
 import { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
 import { formatTrail } from '../ledger/trail-format.js';
-import { loadTemporalConfig, providerUrl } from '../workers/config.js';
+import { destinationSettings, loadTemporalConfig, providerUrl } from '../workers/config.js';
 import { audit, formatAudit } from './audit/audit.js';
-import { destinationRecords } from './audit/destination-records.js';
+import { destinationRecords, realDestinationRecords } from './audit/destination-records.js';
 import { readRequestLog } from './audit/request-log.js';
 import { temporalProbe } from './audit/workflow-probe.js';
 
@@ -222,7 +222,8 @@ export function buildProgram(): Command {
         await withSession(async ({ client, ledger }) => {
           const baseUrl = opts.providerUrl ?? providerUrl();
           const report = await audit(ledger.sql, {
-            destinations: destinationRecords(baseUrl),
+            // The simulator's two, and the real destinations configured in this environment (EFFECT_LEDGER_*).
+            destinations: [...destinationRecords(baseUrl), ...realDestinationRecords(destinationSettings())],
             workflows: temporalProbe(client),
             requestLog: await readRequestLog(baseUrl),
             ...(opts.destination ? { destination: opts.destination } : {}),

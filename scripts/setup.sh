@@ -19,6 +19,28 @@ if [ -z "${TEMPORAL_CLI:-}" ] && ! command -v temporal >/dev/null && [ ! -x bin/
   cli_build_pid=$!
 fi
 
+# 0b. Mailpit and Toxiproxy for the real-destination tests, built the same way and at the same time (each
+#     skipped when bin/ or PATH already has it). nats-server is Debian's; the tests start one if none answers.
+go_tool_pids=()
+go_tool_logs=()
+build_go_tool() { # <name in bin/> <module@version> <binary go install makes>
+  if [ -x "bin/$1" ] || command -v "$1" >/dev/null || ! command -v go >/dev/null; then return; fi
+  step "building $1 in the background (go install $2)"
+  mkdir -p bin
+  local log gobin
+  log=$(mktemp)
+  gobin=$(mktemp -d)
+  (GOBIN="$gobin" GOFLAGS="-buildvcs=false" go install "$2" >"$log" 2>&1 && mv "$gobin/$3" "bin/$1"; rm -rf "$gobin") &
+  go_tool_pids+=($!)
+  go_tool_logs+=("$1:$log")
+}
+build_go_tool mailpit github.com/axllent/mailpit@v1.33.1 mailpit
+build_go_tool toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 server
+if ! command -v nats-server >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "installing nats-server from Debian's packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+fi
+
 # 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "npm ci"
@@ -58,4 +80,10 @@ if [ -n "$cli_build_pid" ]; then
   wait "$cli_build_pid" || { cat "$cli_build_log" >&2; echo "building the Temporal CLI failed" >&2; }
 fi
 rm -f "$cli_build_log"
+for i in "${!go_tool_pids[@]}"; do
+  name=${go_tool_logs[$i]%%:*}
+  log=${go_tool_logs[$i]#*:}
+  wait "${go_tool_pids[$i]}" || { cat "$log" >&2; echo "building $name failed" >&2; }
+  rm -f "$log"
+done
 step "Temporal CLI: $(npx tsx harness/temporal-cli.ts)"

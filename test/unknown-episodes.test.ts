@@ -4,7 +4,7 @@
 // keeps refusing that nobody can stop.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createDestinations } from '../activities/destinations/registry.js';
+import { createDestinations, type DestinationSettings } from '../activities/destinations/registry.js';
 import type { DestinationAdapter } from '../domain/destination-contract.js';
 import { assertProviderSaw, liveStatus, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
@@ -197,8 +197,8 @@ describe('UNKNOWN episodes: grace, stale decisions, update IDs, abandon while re
         await waitForStage(stack, effectId, 'unknown', 'a human decision');
       });
       // The new worker's social-feed adapter builds other bodies (a new field, the text rewritten).
-      const redeployed = (providerUrl: string) => {
-        const real = createDestinations({ providerUrl });
+      const redeployed = (settings: DestinationSettings) => {
+        const real = createDestinations(settings);
         const social = real['social-feed'];
         assert.ok(social);
         const rebuilt: DestinationAdapter = {
@@ -219,7 +219,7 @@ describe('UNKNOWN episodes: grace, stale decisions, update IDs, abandon while re
           assert.equal(answer.accepted, true);
           return resultOf(stack, effectId);
         },
-        { destinations: redeployed },
+        { adapters: redeployed },
       );
       assert.equal(result.stage, 'recorded');
       const posts = await socialPostsFor(stack, effectId);

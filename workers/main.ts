@@ -6,7 +6,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
-import { loadTemporalConfig, providerUrl } from './config.js';
+import { destinationSettings, loadTemporalConfig } from './config.js';
 import { createEffectWorker } from './effect-worker.js';
 import { ensureReconcilerSchedule } from './ledger-reconciler.js';
 
@@ -52,7 +52,7 @@ try {
     namespace: config.namespace,
     taskQueue: config.taskQueue,
     db: ledger.db,
-    destinations: createDestinations({ providerUrl: providerUrl() }),
+    destinations: createDestinations(destinationSettings()),
     effects,
   });
   // The same pass from every worker process on a timer as well: the schedule is what operators see, but in

@@ -2,6 +2,11 @@
 // with the key it was created under and the hash of the body it holds. One small reader per destination;
 // against our simulator they read its public listing (keyed API) and its dashboard (the social feed's
 // control API). A real deployment would put the provider's dashboard or export API behind the same shape.
+// The real destinations (Mailpit, JetStream, the orders table) are read at their own servers.
+import { createHash } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import postgres from 'postgres';
 
 export interface DestinationObject {
   destination: string;
@@ -96,4 +101,114 @@ export function socialFeedRecords(baseUrl: string, destination = 'social-feed'):
 /** The destinations this deployment knows, read at one provider base URL (the simulator serves both). */
 export function destinationRecords(baseUrl: string): DestinationRecords[] {
   return [keyedApiRecords(baseUrl), socialFeedRecords(baseUrl)];
+}
+
+// ---- the real destinations: each read directly at its server (never through a fault proxy) ----------------
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/**
+ * email-smtp: every message in the Mailpit mailbox (its listing, newest first, pages of 200), with the
+ * headers our adapter stamps. The object's ID is its Message-ID: what the ledger's fact names.
+ */
+export function emailRecords(mailpitUrl: string, destination = 'email-smtp'): DestinationRecords {
+  const api = `${mailpitUrl.replace(/\/$/, '')}/api/v1`;
+  return {
+    destination,
+    keyed: false,
+    async objects(since) {
+      const all: DestinationObject[] = [];
+      for (let start = 0; ; start += 200) {
+        const page = await getJson<{
+          total: number;
+          messages: Array<{ ID: string; MessageID: string; Created: string }>;
+        }>(`${api}/messages?start=${start}&limit=200`);
+        for (const m of page.messages) {
+          if (since && Date.parse(m.Created) < since.getTime()) return all;
+          const h = await getJson<Record<string, string[]>>(`${api}/message/${encodeURIComponent(m.ID)}/headers`);
+          all.push({
+            destination,
+            id: m.MessageID,
+            effectId: h['X-Effect-Id']?.[0] ?? null,
+            bodySha256: h['X-Effect-Body-Sha256']?.[0] ?? null,
+            createdAt: m.Created,
+          });
+        }
+        if (page.messages.length === 0 || start + page.messages.length >= page.total) return all;
+      }
+    },
+  };
+}
+
+/** nats-jetstream: every message of the stream, by sequence; the key is its Nats-Msg-Id. */
+export function jetStreamRecords(servers: string, stream: string, destination = 'nats-jetstream'): DestinationRecords {
+  return {
+    destination,
+    keyed: true,
+    async objects(since) {
+      const nc = await connect({ servers, reconnect: false, timeout: 10_000 });
+      try {
+        const jsm = await jetstreamManager(nc, { timeout: 10_000 });
+        const { state } = await jsm.streams.info(stream);
+        const all: DestinationObject[] = [];
+        for (let seq = state.last_seq; seq >= state.first_seq && seq > 0; seq--) {
+          const message = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
+          if (!message) continue; // deleted
+          if (since && message.time < since) break;
+          all.push({
+            destination,
+            id: `${stream}:${message.seq}`,
+            effectId: message.header?.get('Effect-Id') || null,
+            bodySha256: sha256(Buffer.from(message.data).toString('utf8')),
+            idempotencyKey: message.header?.get('Nats-Msg-Id') || null,
+            createdAt: message.time.toISOString(),
+          });
+        }
+        return all;
+      } finally {
+        await nc.close().catch(() => {});
+      }
+    },
+  };
+}
+
+/** orders-sql: every row of the user's orders table; the key is its unique effect_key. */
+export function ordersRecords(databaseUrl: string, destination = 'orders-sql'): DestinationRecords {
+  return {
+    destination,
+    keyed: true,
+    async objects(since) {
+      const sql = postgres(databaseUrl, { max: 1, onnotice: () => {}, fetch_types: false });
+      try {
+        const rows = await sql<
+          { id: string; effectId: string | null; bodySha256: string; key: string; createdAt: Date }[]
+        >`SELECT order_id::text AS id, body->>'effect_id' AS "effectId", body_sha256 AS "bodySha256",
+                 effect_key AS key, created_at AS "createdAt"
+          FROM orders WHERE created_at >= ${since ?? new Date(0)} ORDER BY order_id DESC`;
+        return rows.map((r) => ({
+          destination,
+          id: r.id,
+          effectId: r.effectId,
+          bodySha256: r.bodySha256,
+          idempotencyKey: r.key,
+          createdAt: r.createdAt.toISOString(),
+        }));
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    },
+  };
+}
+
+/** The real destinations a worker is configured for (settings from the environment), read at their servers. */
+export function realDestinationRecords(settings: {
+  email?: { mailboxUrl: string };
+  jetstream?: { servers: string; stream: string };
+  ordersDatabaseUrl?: string;
+}): DestinationRecords[] {
+  return [
+    ...(settings.email ? [emailRecords(settings.email.mailboxUrl)] : []),
+    ...(settings.jetstream ? [jetStreamRecords(settings.jetstream.servers, settings.jetstream.stream)] : []),
+    ...(settings.ordersDatabaseUrl ? [ordersRecords(settings.ordersDatabaseUrl)] : []),
+  ];
 }

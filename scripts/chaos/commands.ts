@@ -12,11 +12,10 @@ import { FAULT_KINDS, type FaultKind } from '../../harness/simulator/faults.js';
 import { EffectConflictError, InvalidEffectRequestError } from '../../ledger/errors.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../../workflows/contract.js';
 import { waitsForPerson } from '../audit/audit.js';
-import { keyedApiRecords, socialFeedRecords } from '../audit/destination-records.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
-import type { ChaosStack } from './stack.js';
+import { type ChaosStack, REAL_LINKS, type RealLink } from './stack.js';
 
-export type EffectKind = 'refund' | 'task' | 'post' | 'refund-refused';
+export type EffectKind = 'refund' | 'task' | 'post' | 'refund-refused' | 'email' | 'event' | 'order';
 
 export interface ModelEffect {
   effectId: string;
@@ -107,6 +106,45 @@ function buildRequest(effectId: string, kind: EffectKind, n: number, title: stri
         operation: 'post.publish',
         payload: { channel: 'chaos', text: title },
       };
+    case 'email':
+      return {
+        ...common,
+        destination: 'email-smtp',
+        operation: 'email.send',
+        payload: { to: `customer-${n}@example.com`, subject: title, text: `Request ${n}` },
+      };
+    case 'event':
+      return {
+        ...common,
+        destination: 'nats-jetstream',
+        operation: 'event.publish',
+        payload: { type: 'chaos.happened', data: { title, n } },
+      };
+    case 'order':
+      return {
+        ...common,
+        destination: 'orders-sql',
+        operation: 'order.create',
+        payload: { customer: `cus_${n}`, sku: 'SKU-1', quantity: 1 + (n % 5), amountCents: 100 * n },
+      };
+  }
+}
+
+/** The same request with other parameters (what a conflicting approval sends). */
+function edited(kind: EffectKind, payload: Record<string, unknown>): Record<string, unknown> {
+  switch (kind) {
+    case 'post':
+      return { ...payload, text: `${String(payload.text)} (edited)` };
+    case 'task':
+      return { ...payload, title: `${String(payload.title)} (edited)` };
+    case 'email':
+      return { ...payload, subject: `${String(payload.subject)} (edited)` };
+    case 'event':
+      return { ...payload, data: { edited: true } };
+    case 'order':
+      return { ...payload, quantity: Number(payload.quantity) + 1 };
+    default:
+      return { ...payload, amount: 999_999 };
   }
 }
 
@@ -209,10 +247,7 @@ class Conflict extends Step {
     const effect = pick(m.effects, this.index);
     if (!effect) return;
     bump(r, 'same ID, other parameters');
-    const payload = { ...(effect.request.payload as Record<string, unknown>) };
-    if (effect.kind === 'post') payload.text = `${String(payload.text)} (edited)`;
-    else if (effect.kind === 'task') payload.title = `${String(payload.title)} (edited)`;
-    else payload.amount = 999_999;
+    const payload = edited(effect.kind, effect.request.payload as Record<string, unknown>);
     try {
       await r.stack.effects.approve({ ...effect.request, payload });
       r.violations.push({
@@ -511,10 +546,8 @@ class Decide extends Step {
     if (!waitsForPerson(view) || !view.awaiting) return; // the guide: act when the effect asks for a person
     const [release] = await r.stack.ledger.sql<{ body: string }[]>`
       SELECT body_sha256 AS body FROM releases WHERE effect_id = ${effectId} ORDER BY revision DESC LIMIT 1`;
-    const records =
-      chosen.destination === 'social-feed'
-        ? socialFeedRecords(r.stack.simulator.url)
-        : keyedApiRecords(r.stack.simulator.url);
+    const records = r.stack.recordsOf(chosen.destination);
+    if (!records) return;
     const onDashboard = (await records.objects()).filter(
       (o) => o.effectId === effectId && o.bodySha256 === release?.body,
     );
@@ -588,6 +621,26 @@ class Decide extends Step {
   }
 }
 
+type NetFaultKind = 'refuse' | 'latency' | 'drop' | 'reset' | 'cut';
+
+/** A network fault between the workers and a real destination (Toxiproxy), held a while, healed by itself. */
+class NetFault extends Step {
+  constructor(
+    readonly link: RealLink,
+    readonly kind: NetFaultKind,
+    readonly ms: number,
+  ) {
+    super();
+  }
+  async run(_m: Model, r: Real) {
+    bump(r, `network ${this.kind} on ${this.link}`);
+    r.stack.networkFault(this.link, this.kind, this.ms);
+  }
+  toString() {
+    return `network(${this.kind} on ${this.link}, ${this.ms} ms)`;
+  }
+}
+
 /**
  * A run's step list: `length` slots, each a step or (rarely) empty. Shrinking empties slots, so a shrunk list
  * is the failing run with steps taken out. (fc.commands' lengths are uniform over 0..max, which made runs
@@ -601,7 +654,17 @@ export function chaosSteps(length: number): fc.Arbitrary<Step[]> {
 
 /** The generated steps; weights shape a run: mostly approvals and faults, a few kills and restarts. */
 export function chaosCommands(): fc.Arbitrary<Step>[] {
-  const kinds = fc.constantFrom<EffectKind>('refund', 'task', 'post', 'post', 'task', 'refund-refused');
+  const kinds = fc.constantFrom<EffectKind>(
+    'refund',
+    'task',
+    'post',
+    'post',
+    'task',
+    'refund-refused',
+    'email',
+    'event',
+    'order',
+  );
   const approve = fc
     .tuple(kinds, fc.constantFrom(1, 1, 1, 2, 3), fc.constantFrom(...TITLES))
     .map(([k, c, t]) => new Approve(k, c, t));
@@ -621,11 +684,19 @@ export function chaosCommands(): fc.Arbitrary<Step>[] {
       fc.nat(1000),
     )
     .map(([s, v, i]) => new Decide(s, v, i));
+  const netFault = fc
+    .tuple(
+      fc.constantFrom(...REAL_LINKS),
+      fc.constantFrom<NetFaultKind>('refuse', 'latency', 'drop', 'reset', 'cut'),
+      fc.integer({ min: 500, max: 5000 }),
+    )
+    .map(([link, kind, ms]) => new NetFault(link, kind, ms));
   const pause = fc.integer({ min: 200, max: 2500 }).map((ms) => new Pause(ms));
   // Picked uniformly: repeating an arbitrary weighs it.
   return [
     ...Array.from({ length: 9 }, () => approve),
     ...Array.from({ length: 4 }, () => fault),
+    ...Array.from({ length: 2 }, () => netFault),
     ...Array.from({ length: 3 }, () => decide),
     ...Array.from({ length: 2 }, () => pause),
     fc.nat(1000).map((i) => new Reapprove(i)),
@@ -636,7 +707,7 @@ export function chaosCommands(): fc.Arbitrary<Step>[] {
     fc.constant(null).map(() => new TerminatePg()),
     fc
       .tuple(
-        fc.constantFrom<EffectKind>('task', 'post', 'refund'),
+        fc.constantFrom<EffectKind>('task', 'post', 'refund', 'order'),
         fc.constantFrom<'at-start' | 'race'>('at-start', 'race'),
       )
       .map(([k, mode]) => new DieAfterLedgerWrite(k, mode)),

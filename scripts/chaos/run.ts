@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { readTrail } from '../../ledger/trail.js';
 import { type AuditReport, audit, waitsForPerson } from '../audit/audit.js';
-import { type DestinationObject, destinationRecords } from '../audit/destination-records.js';
+import type { DestinationObject } from '../audit/destination-records.js';
 import { readRequestLog } from '../audit/request-log.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
 import { chaosSteps, isTerminalStage, type Model, newModel, newReal, type Real, type Violation } from './commands.js';
@@ -41,6 +41,8 @@ export interface RunVerdict {
   prefix: string;
   steps: number;
   effects: number;
+  /** The run's effects per destination, and per final stage. */
+  perDestination: Record<string, Record<string, number>>;
   counts: Record<string, number>;
   stackStats: ChaosStack['stats'];
   audit: AuditReport;
@@ -166,7 +168,7 @@ export async function verify(
   // Faults still queued would hit the audit's own reads: the provider is healthy again for the verdict.
   await fetch(`${stack.simulator.url}/_control/faults`, { method: 'DELETE' });
   const report = await audit(stack.ledger.sql, {
-    destinations: destinationRecords(stack.simulator.url),
+    destinations: stack.destinationRecords(),
     workflows: temporalProbe(stack.client, 5000),
     requestLog: await readRequestLog(stack.simulator.url),
     effectFilter: (id) => id.startsWith(`${prefix}-`),
@@ -216,11 +218,17 @@ export async function verify(
       .map((f) => f.effectId)
       .filter((id): id is string => !!id && id.startsWith(prefix)),
   );
-  const objects = await Promise.all(destinationRecords(stack.simulator.url).map((d) => d.objects()));
+  const objects = await Promise.all(stack.destinationRecords().map((d) => d.objects()));
   for (const effectId of storyIds) stories[effectId] = await storyOf(stack, real, effectId, objects.flat());
+  const perDestination: RunVerdict['perDestination'] = {};
+  for (const row of await stack.ledger.sql<{ destination: string; stage: string; n: number }[]>`
+    SELECT destination, stage, count(*)::int AS n FROM effects WHERE effect_id LIKE ${`${prefix}-%`}
+    GROUP BY destination, stage ORDER BY destination, stage`)
+    perDestination[row.destination] = { ...perDestination[row.destination], [row.stage]: row.n };
   return {
     prefix,
     steps,
+    perDestination,
     stories,
     effects: model?.effects.length ?? 0,
     counts: real.counts,
@@ -244,7 +252,15 @@ export function summarize(v: RunVerdict): string[] {
       .sort()
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')}`,
-    `  stack: ${v.stackStats.workerKills} worker SIGKILLs, ${v.stackStats.workerRestarts} worker restarts (${v.stackStats.workerCrashes} died on their own), ${v.stackStats.devServerRestarts} dev-server restarts, ${v.stackStats.pgTerminations} pg connections terminated`,
+    `  stack: ${v.stackStats.workerKills} worker SIGKILLs, ${v.stackStats.workerRestarts} worker restarts (${v.stackStats.workerCrashes} died on their own), ${v.stackStats.devServerRestarts} dev-server restarts, ${v.stackStats.pgTerminations} pg connections terminated, ${v.stackStats.networkFaults} network faults (Toxiproxy)`,
+    `  effects per destination: ${Object.entries(v.perDestination)
+      .map(
+        ([d, stages]) =>
+          `${d} ${Object.values(stages).reduce((a, b) => a + b, 0)} (${Object.entries(stages)
+            .map(([stage, n]) => `${stage} ${n}`)
+            .join(', ')})`,
+      )
+      .join('; ')}`,
     `  invariants: duplicates ${c.duplicate}, lost ${lost}, stuck ${c.stuck} (explained by the run: ${v.stuck.filter((s) => !s.story.startsWith('unexplained')).length}), ` +
       `objects without a fact ${c.object_without_fact + c.object_without_effect}, facts without their object ${c.fact_object_missing + c.fact_object_differs}, ` +
       `keys not from the effect ID ${c.foreign_key}, requests before their attempt row ${v.audit.checked.requests === null ? 'not checked' : c.request_before_attempt}, ` +

@@ -1,22 +1,35 @@
 // The chaos run's stack: the real pieces, each one something the run can kill. A Temporal dev server on a
 // fixed port with a persisted SQLite file (so it can be stopped and started again with its history), a fresh
-// PostgreSQL database, the provider simulator, and N worker processes kept alive by a supervisor (a worker
-// that dies — SIGKILLed by the run, or on its own — is started again).
+// PostgreSQL database, the provider simulator, the three real destinations (a Mailpit, a JetStream stream of
+// its own, an orders database) behind Toxiproxy, and N worker processes kept alive by a supervisor (a worker
+// that dies — SIGKILLed by the run, or on its own — is started again). The workers reach the real
+// destinations only through their proxies, configured by the same environment variables a deployment sets.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Client, Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import postgres from 'postgres';
+import type { Proxy as ToxicProxy } from 'toxiproxy-node-client';
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import { startDevServer } from '../../harness/dev-server.js';
 import { freePort } from '../../harness/free-port.js';
+import { type MailpitServer, startMailpit } from '../../harness/mailpit.js';
+import { type NatsServer, startNats } from '../../harness/nats.js';
+import { createOrdersDatabase, type OrdersDatabase } from '../../harness/orders-db.js';
 import { type SimulatorProcess, startSimulator } from '../../harness/simulator/client.js';
+import { startToxiproxy, type ToxiproxyServer } from '../../harness/toxiproxy.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
 import { type Ledger, openLedger } from '../../ledger/db.js';
 import { migrateLedger } from '../../ledger/migrate.js';
 import { loadTemporalConfig } from '../../workers/config.js';
+import { type DestinationRecords, destinationRecords, realDestinationRecords } from '../audit/destination-records.js';
+
+/** The real destinations' links the run can fault (Toxiproxy proxies between the workers and each server). */
+export const REAL_LINKS = ['smtp', 'nats', 'orders'] as const;
+export type RealLink = (typeof REAL_LINKS)[number];
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -44,6 +57,14 @@ export class ChaosStack {
   dbName = '';
   env!: TestWorkflowEnvironment;
   simulator!: SimulatorProcess;
+  mailpit!: MailpitServer;
+  nats!: NatsServer;
+  orders!: OrdersDatabase;
+  toxiproxy!: ToxiproxyServer;
+  /** The JetStream stream (and subject prefix) of this stack; default duplicate window. */
+  readonly stream = `CHAOS_${randomBytes(4).toString('hex')}`;
+  readonly subjectPrefix = `chaos_${this.stream.slice(6).toLowerCase()}`;
+  readonly proxies = {} as Record<RealLink, { proxy: ToxicProxy; port: number }>;
   connection!: Connection;
   client!: Client;
   ledger!: Ledger;
@@ -51,7 +72,14 @@ export class ChaosStack {
   readonly workers: Array<WorkerProcess | null> = [];
   /** Workers that died on their own, with the tail of their output. */
   readonly crashes: Array<{ at: Date; slot: number; exit: string; tail: string }> = [];
-  readonly stats = { workerKills: 0, workerRestarts: 0, workerCrashes: 0, devServerRestarts: 0, pgTerminations: 0 };
+  readonly stats = {
+    workerKills: 0,
+    workerRestarts: 0,
+    workerCrashes: 0,
+    devServerRestarts: 0,
+    pgTerminations: 0,
+    networkFaults: 0,
+  };
   #port = 0;
   #dir = mkdtempSync(join(tmpdir(), 'effect-chaos-'));
   #stopping = false;
@@ -66,9 +94,25 @@ export class ChaosStack {
   async start(): Promise<void> {
     this.#port = await freePort();
     this.address = `${this.config.devServer.ip}:${this.#port}`;
-    const [env, simulator] = await Promise.all([this.startServer(), startSimulator()]);
-    this.env = env;
-    this.simulator = simulator;
+    const [env, simulator, mailpit, nats, orders, toxiproxy] = await Promise.all([
+      this.startServer(),
+      startSimulator(),
+      startMailpit(),
+      startNats(),
+      createOrdersDatabase(),
+      startToxiproxy(),
+    ]);
+    Object.assign(this, { env, simulator, mailpit, nats, orders, toxiproxy });
+    const jsm = await jetstreamManager(nats.connection);
+    await jsm.streams.add({ name: this.stream, subjects: [`${this.subjectPrefix}.>`] });
+    const ordersAt = new URL(orders.url);
+    const upstreams: Record<RealLink, string> = {
+      smtp: `127.0.0.1:${mailpit.smtpPort}`,
+      nats: nats.address,
+      orders: `${ordersAt.hostname}:${ordersAt.port || 5432}`,
+    };
+    for (const link of REAL_LINKS)
+      this.proxies[link] = await toxiproxy.proxy(`${link}_${this.stream.toLowerCase()}`, upstreams[link]);
     this.connection = await Connection.connect({ address: this.address });
     this.client = new Client({ connection: this.connection, namespace: this.namespace });
   }
@@ -116,7 +160,73 @@ export class ChaosStack {
       TEMPORAL_NAMESPACE: this.namespace,
       TEMPORAL_TASK_QUEUE: this.taskQueue,
       EFFECT_LEDGER_PROVIDER_URL: this.simulator.url,
+      // The real destinations, each through its proxy.
+      EFFECT_LEDGER_SMTP_URL: `smtp://127.0.0.1:${this.proxies.smtp.port}`,
+      EFFECT_LEDGER_MAILPIT_URL: this.mailpit.url,
+      EFFECT_LEDGER_NATS_URL: `127.0.0.1:${this.proxies.nats.port}`,
+      EFFECT_LEDGER_NATS_STREAM: this.stream,
+      EFFECT_LEDGER_NATS_SUBJECT_PREFIX: this.subjectPrefix,
+      EFFECT_LEDGER_ORDERS_DATABASE_URL: this.ordersUrlViaProxy(),
     };
+  }
+
+  private ordersUrlViaProxy(): string {
+    const url = new URL(this.orders.url);
+    url.hostname = '127.0.0.1';
+    url.port = String(this.proxies.orders.port);
+    return url.toString();
+  }
+
+  /** Every destination's own records, read at the servers themselves (not through the proxies). */
+  destinationRecords(): DestinationRecords[] {
+    return [
+      ...destinationRecords(this.simulator.url),
+      ...realDestinationRecords({
+        email: { mailboxUrl: this.mailpit.url },
+        jetstream: { servers: this.nats.address, stream: this.stream },
+        ordersDatabaseUrl: this.orders.url,
+      }),
+    ];
+  }
+
+  /** One destination's records (what an operator looks at on its dashboard). */
+  recordsOf(destination: string): DestinationRecords | undefined {
+    return this.destinationRecords().find((r) => r.destination === destination);
+  }
+
+  /**
+   * A network fault between the workers and one real destination, held `ms` and then healed in the
+   * background (the settle phase waits for it): refused (proxy off), latency past the call timeout, answers
+   * dropped, the connection reset at the next answer, or cut after a few bytes upstream.
+   */
+  networkFault(link: RealLink, kind: 'refuse' | 'latency' | 'drop' | 'reset' | 'cut', ms: number): void {
+    const { proxy } = this.proxies[link];
+    const name = `chaos-${kind}-${this.stats.networkFaults}`;
+    const toxic = {
+      latency: { type: 'latency', stream: 'downstream', attributes: { latency: this.options.callTimeoutMs * 2 } },
+      drop: { type: 'timeout', stream: 'downstream', attributes: { timeout: 0 } },
+      reset: { type: 'reset_peer', stream: 'downstream', attributes: { timeout: 0 } },
+      cut: { type: 'limit_data', stream: 'upstream', attributes: { bytes: 200 } },
+    } as const;
+    this.stats.networkFaults++;
+    const apply = async () => {
+      if (kind === 'refuse') await proxy.update({ listen: proxy.listen, upstream: proxy.upstream, enabled: false });
+      else await proxy.addToxic({ name, toxicity: 1, ...toxic[kind] } as Parameters<ToxicProxy['addToxic']>[0]);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+    };
+    const heal = async () => {
+      if (kind === 'refuse') await proxy.update({ listen: proxy.listen, upstream: proxy.upstream, enabled: true });
+      else
+        await this.toxiproxy.client
+          .get(proxy.name)
+          .then((p) => p.getToxic(name))
+          .then((t) => t.remove());
+    };
+    this.track(
+      apply()
+        .catch((error) => this.log(`network fault ${kind} on ${link}: ${(error as Error).message}`))
+        .finally(() => heal().catch(() => this.toxiproxy.client.reset().catch(() => {}))),
+    );
   }
 
   private async startWorker(slot: number): Promise<void> {
@@ -240,7 +350,18 @@ export class ChaosStack {
   async stop(): Promise<void> {
     await this.stopWorkers();
     await Promise.allSettled([this.ledger?.close(), this.connection?.close()]);
-    await Promise.allSettled([this.env?.teardown(), this.simulator?.stop()]);
+    if (this.nats)
+      await jetstreamManager(this.nats.connection)
+        .then((jsm) => jsm.streams.delete(this.stream))
+        .catch(() => {});
+    await Promise.allSettled([
+      this.env?.teardown(),
+      this.simulator?.stop(),
+      this.mailpit?.stop(),
+      this.nats?.stop(),
+      this.orders?.drop(),
+      this.toxiproxy?.stop(),
+    ]);
     if (this.dbName && !process.env.CHAOS_KEEP_DATABASE) await this.dropDatabase().catch(() => {});
     rmSync(this.#dir, { recursive: true, force: true });
   }
