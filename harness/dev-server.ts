@@ -37,7 +37,10 @@ const indexedValueType: Record<
  * Registers the search attributes temporal.yaml lists and the server lacks. `--search-attribute` only
  * takes effect on a fresh dev-server database; a persisted one (the demo's) needs this.
  */
-export async function ensureSearchAttributes(connection: Connection, config: TemporalConfig): Promise<string[]> {
+export async function ensureSearchAttributes(
+  connection: Connection,
+  config: Pick<TemporalConfig, 'namespace' | 'searchAttributes'>,
+): Promise<string[]> {
   const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: config.namespace });
   const missing = Object.entries(config.searchAttributes).filter(
     ([name]) => !(customAttributes && name in customAttributes),

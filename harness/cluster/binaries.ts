@@ -1,0 +1,142 @@
+// Finds the cluster's binaries — the Temporal server, its SQL schema tool and the standalone Web UI server —
+// in this order: $TEMPORAL_SERVER_BIN / $TEMPORAL_SQL_TOOL_BIN / $TEMPORAL_UI_SERVER_BIN, the project-local
+// bin/, else `go install` into bin/ (minutes on two cores with a cold Go cache; Go's caches make later
+// builds quick). Also finds the server module's PostgreSQL schema, which `go install` leaves in the module
+// cache. Run directly (`npm run cluster:build`), it builds what is missing and prints the paths.
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { projectRoot } from '../../workers/config.js';
+
+export const TEMPORAL_SERVER_VERSION = 'v1.31.2';
+export const UI_SERVER_VERSION = 'v2.42.1';
+
+const localBin = resolve(projectRoot, 'bin');
+
+interface BinarySpec {
+  name: string;
+  envVar: string;
+  /** What `go install` builds (each installs as `server` or `sql`, hence a scratch GOBIN and a rename). */
+  pkg: string;
+  installedAs: string;
+}
+
+export const BINARIES = {
+  server: {
+    name: 'temporal-server',
+    envVar: 'TEMPORAL_SERVER_BIN',
+    pkg: `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`,
+    installedAs: 'server',
+  },
+  sqlTool: {
+    name: 'temporal-sql-tool',
+    envVar: 'TEMPORAL_SQL_TOOL_BIN',
+    pkg: `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`,
+    installedAs: 'sql',
+  },
+  uiServer: {
+    name: 'temporal-ui-server',
+    envVar: 'TEMPORAL_UI_SERVER_BIN',
+    pkg: `github.com/temporalio/ui-server/v2/cmd/server@${UI_SERVER_VERSION}`,
+    installedAs: 'server',
+  },
+} as const satisfies Record<string, BinarySpec>;
+
+export type ClusterBinaries = Record<keyof typeof BINARIES, string>;
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function goBinary(): string {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir && isExecutable(join(dir, 'go'))) return join(dir, 'go');
+  }
+  if (isExecutable('/usr/local/go/bin/go')) return '/usr/local/go/bin/go';
+  throw new Error('Go is needed to build the Temporal server (none on PATH or at /usr/local/go/bin/go)');
+}
+
+const goEnv = () => ({ ...process.env, GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() });
+
+/** The binary if it is already there (env override or bin/), without building. */
+export function findBinary(spec: BinarySpec): string | undefined {
+  const fromEnv = process.env[spec.envVar];
+  if (fromEnv) {
+    if (!isExecutable(fromEnv)) throw new Error(`${spec.envVar}=${fromEnv} is not an executable file`);
+    return fromEnv;
+  }
+  const local = join(localBin, spec.name);
+  return isExecutable(local) ? local : undefined;
+}
+
+async function goInstall(spec: BinarySpec, log: (line: string) => void): Promise<string> {
+  mkdirSync(localBin, { recursive: true });
+  const scratch = mkdtempSync(join(localBin, `.build-${spec.name}-`));
+  const started = Date.now();
+  log(`building ${spec.name} (go install ${spec.pkg}; minutes on a cold Go cache)`);
+  try {
+    const output: string[] = [];
+    const code = await new Promise<number | null>((done, fail) => {
+      const child = spawn(goBinary(), ['install', spec.pkg], {
+        env: { ...goEnv(), GOBIN: scratch },
+        cwd: scratch,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const keep = (chunk: Buffer) => output.push(chunk.toString());
+      child.stdout.on('data', keep);
+      child.stderr.on('data', keep);
+      child.once('error', fail);
+      child.once('exit', done);
+    });
+    if (code !== 0) throw new Error(`go install ${spec.pkg} failed (${code}):\n${output.join('').slice(-3000)}`);
+    const target = join(localBin, spec.name);
+    renameSync(join(scratch, spec.installedAs), target);
+    log(`built ${spec.name} in ${Math.round((Date.now() - started) / 1000)} s`);
+    return target;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Every binary, building the missing ones in parallel (Go's build cache is safe to share). */
+export async function ensureClusterBinaries(
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+  which: ReadonlyArray<keyof typeof BINARIES> = ['server', 'sqlTool', 'uiServer'],
+): Promise<Partial<ClusterBinaries>> {
+  const entries = await Promise.all(
+    which.map(async (key) => [key, findBinary(BINARIES[key]) ?? (await goInstall(BINARIES[key], log))] as const),
+  );
+  return Object.fromEntries(entries);
+}
+
+/**
+ * The server module's PostgreSQL schema directory (…/schema/postgresql/v12), with `temporal/versioned` and
+ * `visibility/versioned`. `go install` of the server downloads the module; `go mod download` if not.
+ */
+export function serverSchemaDir(): string {
+  const go = goBinary();
+  const modCache = spawnSync(go, ['env', 'GOMODCACHE'], { encoding: 'utf8', env: goEnv() }).stdout.trim();
+  const dir = join(modCache, `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}/schema/postgresql/v12`);
+  if (!existsSync(dir)) {
+    const result = spawnSync(go, ['mod', 'download', `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`], {
+      env: goEnv(),
+      cwd: localBin,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    if (result.status !== 0 || !existsSync(dir)) throw new Error(`the server's schema is not at ${dir}`);
+  }
+  return dir;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const started = Date.now();
+  const binaries = await ensureClusterBinaries();
+  for (const [key, path] of Object.entries(binaries)) process.stdout.write(`${key}: ${path}\n`);
+  process.stdout.write(`schema: ${serverSchemaDir()}\n(${Math.round((Date.now() - started) / 1000)} s)\n`);
+}
