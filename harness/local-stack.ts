@@ -1,6 +1,6 @@
 // A real, throwaway stack (one per test file, one per history capture): a Temporal dev server on a
-// free port, a fresh PostgreSQL database with the committed migrations, the provider simulator as its
-// own process, and workers built from the same code the worker process runs. stop() removes it all.
+// free port (or a cluster persisted in PostgreSQL: harness/temporal-target.ts), a fresh PostgreSQL database
+// with the committed migrations, the provider simulator as its own process, and workers built from the same code the worker process runs. stop() removes it all.
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
@@ -19,9 +19,9 @@ import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
-import { startDevServer } from './dev-server.js';
 import { freePort } from './free-port.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
+import { startTemporal } from './temporal-target.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -107,7 +107,7 @@ export async function startStack({
   bundle ??= bundleEffectWorkflows();
   const uiPort = ui ? await freePort() : undefined;
   const [env, simulator] = await Promise.all([
-    startDevServer({ config, uiPort }),
+    startTemporal({ config, uiPort }),
     startSimulator(),
     migrateLedger(databaseUrl.toString()),
   ]);

@@ -1,6 +1,7 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { tiedCommand } from './cluster/processes.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
@@ -28,7 +29,9 @@ export async function startWorkerProcess(
   providerUrl = stack.simulator.url,
   options: WorkerProcessOptions = {},
 ): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry], {
+  // Tied to us: a worker never outlives the test, chaos run or cluster script that started it.
+  const [file, args] = tiedCommand(process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]);
+  const child = spawn(file, args, {
     env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -38,7 +41,12 @@ export async function startWorkerProcess(
     let seen = '';
     const onData = (chunk: Buffer) => {
       seen += chunk.toString();
-      if (/state: 'RUNNING'|RUNNING/.test(seen)) resolve();
+      if (/state: 'RUNNING'|RUNNING/.test(seen)) {
+        // Stop collecting (a long-lived worker would grow `seen` forever); the streams keep flowing.
+        child.stdout!.off('data', onData);
+        child.stderr!.off('data', onData);
+        resolve();
+      }
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);

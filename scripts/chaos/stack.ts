@@ -14,12 +14,14 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import postgres from 'postgres';
 import type { Proxy as ToxicProxy } from 'toxiproxy-node-client';
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
+import { type Cluster, startCluster } from '../../harness/cluster/cluster.js';
 import { startDevServer } from '../../harness/dev-server.js';
 import { freePort } from '../../harness/free-port.js';
 import { type MailpitServer, startMailpit } from '../../harness/mailpit.js';
 import { type NatsServer, startNats } from '../../harness/nats.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../../harness/orders-db.js';
 import { type SimulatorProcess, startSimulator } from '../../harness/simulator/client.js';
+import { environmentOnCluster, temporalTarget } from '../../harness/temporal-target.js';
 import { startToxiproxy, type ToxiproxyServer } from '../../harness/toxiproxy.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
 import { type Ledger, openLedger } from '../../ledger/db.js';
@@ -56,6 +58,8 @@ export class ChaosStack {
   databaseUrl = '';
   dbName = '';
   env!: TestWorkflowEnvironment;
+  /** The cluster under the run (EFFECT_LEDGER_TEMPORAL_TARGET=cluster); its server process is what restarts. */
+  cluster?: Cluster;
   simulator!: SimulatorProcess;
   mailpit!: MailpitServer;
   nats!: NatsServer;
@@ -117,7 +121,11 @@ export class ChaosStack {
     this.client = new Client({ connection: this.connection, namespace: this.namespace });
   }
 
-  private startServer(): Promise<TestWorkflowEnvironment> {
+  private async startServer(): Promise<TestWorkflowEnvironment> {
+    if (temporalTarget() === 'cluster') {
+      this.cluster = await startCluster({ config: this.config, port: this.#port, log: (line) => this.log(line) });
+      return environmentOnCluster(this.cluster);
+    }
     return startDevServer({ config: this.config, port: this.#port, dbFilename: join(this.#dir, 'temporal.db') });
   }
 
@@ -304,8 +312,18 @@ export class ChaosStack {
     this.track(this.restartWorker(index, restartAfterMs));
   }
 
-  /** Stops the Temporal dev server and starts it again on the same port and database file. */
+  /**
+   * Stops the Temporal dev server and starts it again on the same port and database file; on a cluster,
+   * SIGKILLs the server process and starts it again on the same databases.
+   */
   async restartDevServer(downMs: number): Promise<void> {
+    if (this.cluster) {
+      await this.cluster.killServer();
+      await new Promise((resolve) => setTimeout(resolve, downMs));
+      await this.cluster.startServer();
+      this.stats.devServerRestarts++;
+      return;
+    }
     await this.env.teardown();
     await new Promise((resolve) => setTimeout(resolve, downMs));
     for (let tries = 0; ; tries++) {
