@@ -11,7 +11,6 @@ import { Connection, type TLSConfig } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { projectRoot, type TemporalConfig } from '../../workers/config.js';
 import { ensureSearchAttributes } from '../dev-server.js';
-import { freePort } from '../free-port.js';
 import { ensureClusterBinaries, serverSchemaDir } from './binaries.js';
 import {
   type ClusterDatabases,
@@ -20,6 +19,7 @@ import {
   migrateClusterDatabases,
   postgresTarget,
 } from './databases.js';
+import { freeLowPort } from './low-port.js';
 import { spawnTied, type TiedProcess } from './processes.js';
 
 const here = resolve(projectRoot, 'harness/cluster');
@@ -149,16 +149,16 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   await migrateClusterDatabases({ sqlTool: binaries.sqlTool!, adminUrl, schemaRoot: serverSchemaDir(), databases });
 
   const ports = {
-    EL_FRONTEND_PORT: options.port ?? (await freePort()),
-    EL_FRONTEND_MEMBERSHIP_PORT: await freePort(),
-    EL_FRONTEND_HTTP_PORT: await freePort(),
-    EL_MATCHING_PORT: await freePort(),
-    EL_MATCHING_MEMBERSHIP_PORT: await freePort(),
-    EL_HISTORY_PORT: await freePort(),
-    EL_HISTORY_MEMBERSHIP_PORT: await freePort(),
-    EL_WORKER_PORT: await freePort(),
-    EL_WORKER_MEMBERSHIP_PORT: await freePort(),
-    EL_METRICS_PORT: await freePort(),
+    EL_FRONTEND_PORT: options.port ?? (await freeLowPort()),
+    EL_FRONTEND_MEMBERSHIP_PORT: await freeLowPort(),
+    EL_FRONTEND_HTTP_PORT: await freeLowPort(),
+    EL_MATCHING_PORT: await freeLowPort(),
+    EL_MATCHING_MEMBERSHIP_PORT: await freeLowPort(),
+    EL_HISTORY_PORT: await freeLowPort(),
+    EL_HISTORY_MEMBERSHIP_PORT: await freeLowPort(),
+    EL_WORKER_PORT: await freeLowPort(),
+    EL_WORKER_MEMBERSHIP_PORT: await freeLowPort(),
+    EL_METRICS_PORT: await freeLowPort(),
   };
   const pg = postgresTarget(adminUrl);
   const tls = options.tls;
@@ -202,20 +202,31 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     await waitUntilServing(connectionOptions, child);
     log(`Temporal server serving on ${address} (${Math.round((Date.now() - started) / 1000)} s)`);
   };
-  await startServer();
-  await prepareNamespace(connectionOptions, options.config);
-
   let ui: TiedProcess | undefined;
   let uiUrl: string | undefined;
-  if (wantsUi) {
-    const uiPort = typeof options.ui === 'number' ? options.ui : await freePort();
-    ui = spawnTied(binaries.uiServer!, ['--root', here, '--config', 'ui', '--env', 'cluster', 'start'], {
-      env: { ...env, EL_UI_PORT: String(uiPort) },
-      cwd: dir,
-      logFile: join(dir, 'ui-server.log'),
-    });
-    uiUrl = `http://127.0.0.1:${uiPort}`;
-    await waitForHttp(uiUrl, ui);
+  const stop = async () => {
+    await Promise.allSettled([ui?.stop(), (server as TiedProcess | null)?.stop()]);
+    server = null;
+    if (!options.keepDatabases) await dropClusterDatabases(adminUrl, databases).catch(() => {});
+    if (!options.dir) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await startServer();
+    await prepareNamespace(connectionOptions, options.config);
+    if (wantsUi) {
+      const uiPort = typeof options.ui === 'number' ? options.ui : await freeLowPort();
+      ui = spawnTied(binaries.uiServer!, ['--root', here, '--config', 'ui', '--env', 'cluster', 'start'], {
+        env: { ...env, EL_UI_PORT: String(uiPort) },
+        cwd: dir,
+        logFile: join(dir, 'ui-server.log'),
+      });
+      uiUrl = `http://127.0.0.1:${uiPort}`;
+      await waitForHttp(uiUrl, ui);
+    }
+  } catch (error) {
+    // Half a cluster is no use to anyone: take down what started, and its databases.
+    await stop();
+    throw error;
   }
 
   return {
@@ -237,12 +248,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       if (server) throw new Error('the Temporal server is already running');
       await startServer();
     },
-    async stop() {
-      await Promise.allSettled([ui?.stop(), (server as TiedProcess | null)?.stop()]);
-      server = null;
-      if (!options.keepDatabases) await dropClusterDatabases(adminUrl, databases).catch(() => {});
-      if (!options.dir) rmSync(dir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
 
