@@ -113,8 +113,10 @@ try {
     taskQueue: config.taskQueue,
     simulator: { url: simulator.url },
   };
-  for (let n = 1; n <= opts.workers; n++) {
-    const worker = await startWorkerProcess(stack);
+  // Started side by side: each spends seconds bundling the workflow code.
+  const running = await Promise.all(Array.from({ length: opts.workers }, () => startWorkerProcess(stack)));
+  for (const [index, worker] of running.entries()) {
+    const n = index + 1;
     const log = createWriteStream(resolve(dir, `worker-${n}.log`), { flags: 'a' });
     worker.child.stdout?.pipe(log);
     worker.child.stderr?.pipe(log);
