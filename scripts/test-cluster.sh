@@ -10,5 +10,9 @@ wait_cluster_build
 step "cluster binaries: $(node --import tsx harness/cluster/binaries.ts | tr '\n' ' ')"
 step "tests against the cluster"
 export EFFECT_LEDGER_TEMPORAL_TARGET=cluster
-if [ $# -eq 0 ]; then set -- test/approve.test.ts test/never-lost.test.ts test/cluster/*.test.ts; fi
+# Files that run unchanged on either target (operator-ui drives the standalone UI server here), then ours.
+if [ $# -eq 0 ]; then
+  set -- test/approve.test.ts test/never-lost.test.ts test/concurrent-approval.test.ts test/unknown-keyed.test.ts \
+    test/operator-ui.test.ts test/cluster/*.test.ts
+fi
 node --import tsx --test --test-concurrency=1 --test-timeout=900000 "$@"

@@ -437,7 +437,9 @@ class RestartDevServer extends Step {
     m.devRestarts++;
     const started = Date.now();
     await r.stack.restartDevServer(this.downMs);
-    r.log(`restarted the Temporal dev server (${Date.now() - started} ms)`);
+    r.log(
+      `restarted ${r.stack.cluster ? 'the Temporal server process (SIGKILL)' : 'the Temporal dev server'} (${Date.now() - started} ms)`,
+    );
   }
   toString() {
     return `restart-temporal-dev-server(down ${this.downMs} ms)`;
