@@ -117,9 +117,12 @@ export async function ensureClusterBinaries(
 
 /**
  * The server module's PostgreSQL schema directory (…/schema/postgresql/v12), with `temporal/versioned` and
- * `visibility/versioned`. `go install` of the server downloads the module; `go mod download` if not.
+ * `visibility/versioned`: $TEMPORAL_SCHEMA_DIR, else the module cache (`go install` of the server downloads the
+ * module; `go mod download` if it is gone).
  */
 export function serverSchemaDir(): string {
+  // Set where the binaries came from elsewhere (no Go here): the server release's schema/postgresql/v12.
+  if (process.env.TEMPORAL_SCHEMA_DIR) return process.env.TEMPORAL_SCHEMA_DIR;
   const go = goBinary();
   const modCache = spawnSync(go, ['env', 'GOMODCACHE'], { encoding: 'utf8', env: goEnv() }).stdout.trim();
   const dir = join(modCache, `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}/schema/postgresql/v12`);
