@@ -40,6 +40,12 @@ describe('a cluster with three workers: a worker and then the Temporal server ki
       ).map((r) => [r.stage, r.n]),
     );
   const posts = async () => (await stack.simulator.requests({ method: 'POST', path: '/v1/objects' })).length;
+  /** What the moment looks like: stages, requests so far, and calls held open at the provider right now. */
+  const snapshot = async () => {
+    const sent = await stack.simulator.requests({ method: 'POST', path: '/v1/objects' });
+    const open = sent.filter((r) => r.fate === 'pending').length;
+    return `stages ${JSON.stringify(await stages())}, ${sent.length} POSTs, ${open} calls open at the provider`;
+  };
 
   test(`${EFFECTS} effects: kill a worker, then the server → each recorded once`, { timeout: 420_000 }, async () => {
     const cluster = clusterOf(stack.env);
@@ -53,11 +59,11 @@ describe('a cluster with three workers: a worker and then the Temporal server ki
     })();
 
     await waitFor(async () => (await posts()) >= 6, 'six requests at the provider', 60_000);
-    log(`worker kill at ${Date.now() - started} ms: stages ${JSON.stringify(await stages())}, ${await posts()} POSTs`);
+    log(`worker kill at ${Date.now() - started} ms: ${await snapshot()}`);
     await workers[0]!.kill();
 
     await waitFor(async () => (await posts()) >= 14, 'fourteen requests at the provider', 90_000);
-    log(`server kill at ${Date.now() - started} ms: stages ${JSON.stringify(await stages())}, ${await posts()} POSTs`);
+    log(`server kill at ${Date.now() - started} ms: ${await snapshot()}`);
     await cluster.killServer();
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const restart = Date.now();
