@@ -2,10 +2,11 @@
 // standalone Web UI server, the provider simulator, the ledger and three worker processes — until Ctrl-C
 // or SIGTERM, which stop them all (and each child exits by itself if this process dies).
 //
-//   npm run cluster -- [--workers 3] [--port 7233] [--ui-port 8080] [--fresh]
+//   npm run cluster -- [--workers 3] [--port 7233] [--ui-port 8080] [--fresh] [--name cluster]
 //
 // The cluster's databases (temporal_cluster, temporal_visibility_cluster) and the ledger's
-// (effect_ledger_cluster) are kept between runs, like the demo's dev-server file; --fresh drops them first.
+// (effect_ledger_cluster) are kept between runs, like the demo's dev-server file; --fresh drops them first,
+// --name another picks other ones (the script's own test runs under a random name).
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
@@ -30,19 +31,22 @@ const opts = new Command('cluster')
   .option('--port <port>', "the frontend's port (default: temporal.yaml's address, else a free one)", int)
   .option('--ui-port <port>', "the Web UI's port (default 8080, else a free one)", int)
   .option('--fresh', 'drop the cluster and ledger databases first')
+  .option('--name <name>', 'names the databases (temporal_<name>, …) and the log folder (.data/<name>)', 'cluster')
   .parse()
-  .opts<{ workers: number; port?: number; uiPort?: number; fresh?: boolean }>();
+  .opts<{ workers: number; port?: number; uiPort?: number; fresh?: boolean; name: string }>();
 
-const SUFFIX = 'cluster';
+if (!/^[a-z0-9_]+$/.test(opts.name)) throw new InvalidArgumentError('--name: lower-case letters, digits, _');
+const ledgerDb = `effect_ledger_${opts.name}`;
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ledgerUrl = new URL(adminUrl);
-ledgerUrl.pathname = '/effect_ledger_cluster';
-const dir = resolve(projectRoot, '.data/cluster');
+ledgerUrl.pathname = `/${ledgerDb}`;
+const dir = resolve(projectRoot, '.data', opts.name);
 mkdirSync(dir, { recursive: true });
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-/** The port asked for, else the preferred one when it is free, else any free one. */
+/** The port asked for (0: any free one), else the preferred one when it is free, else any free one. */
 async function portFor(asked: number | undefined, preferred: number): Promise<number> {
+  if (asked === 0) return freePort();
   if (asked !== undefined) return asked;
   const free = await new Promise<boolean>((done) => {
     const probe = createServer()
@@ -87,16 +91,16 @@ setInterval(() => process.ppid !== parent && void shutdown(0), 1000).unref();
 try {
   if (opts.fresh) {
     say('Dropping the cluster and ledger databases (--fresh)...');
-    await dropClusterDatabases(adminUrl, databasesFor(SUFFIX));
+    await dropClusterDatabases(adminUrl, databasesFor(opts.name));
     const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe('DROP DATABASE IF EXISTS "effect_ledger_cluster" WITH (FORCE)').finally(() => admin.end());
+    await admin.unsafe(`DROP DATABASE IF EXISTS "${ledgerDb}" WITH (FORCE)`).finally(() => admin.end());
   }
   const port = await portFor(opts.port, Number(config.address.split(':').at(-1)));
   const uiPort = await portFor(opts.uiPort, 8080);
   say('Starting the Temporal cluster (binaries built first if missing: minutes on a cold Go cache)...');
   const started = Date.now();
   [cluster, simulator] = await Promise.all([
-    startCluster({ config, suffix: SUFFIX, keepDatabases: true, port, ui: uiPort, dir, log: say }),
+    startCluster({ config, suffix: opts.name, keepDatabases: true, port, ui: uiPort, dir, log: say }),
     startSimulator(),
     migrateLedger(ledgerUrl.toString()),
   ]);
@@ -122,7 +126,7 @@ try {
     worker.child.stderr?.pipe(log);
     worker.child.once('exit', (code, signal) => {
       if (!stopping)
-        say(`worker ${n} (pid ${worker.child.pid}) exited (${signal ?? code}); see .data/cluster/worker-${n}.log`);
+        say(`worker ${n} (pid ${worker.child.pid}) exited (${signal ?? code}); see ${dir}/worker-${n}.log`);
     });
     workers.push(worker);
   }
@@ -131,10 +135,10 @@ try {
 Temporal cluster up in ${Math.round((Date.now() - started) / 1000)} s
   frontend      ${cluster.address}  (namespace ${config.namespace}, retention ${NAMESPACE_RETENTION_DAYS} days)
   Web UI        ${cluster.uiUrl}
-  databases     ${cluster.databases.temporal}, ${cluster.databases.visibility} (Temporal); effect_ledger_cluster (ledger)
+  databases     ${cluster.databases.temporal}, ${cluster.databases.visibility} (Temporal); ${ledgerDb} (ledger)
   simulator     ${simulator.url}
   workers       ${workers.map((w) => `pid ${w.child.pid}`).join(', ')} on task queue ${config.taskQueue}
-  logs          .data/cluster/
+  logs          ${dir}/
 
 Approve an effect against it:
   TEMPORAL_ADDRESS=${cluster.address} DATABASE_URL=${ledgerUrl} npm run effect -- --help
