@@ -40,11 +40,34 @@ describe('a cluster with three workers: a worker and then the Temporal server ki
       ).map((r) => [r.stage, r.n]),
     );
   const posts = async () => (await stack.simulator.requests({ method: 'POST', path: '/v1/objects' })).length;
+  /** Calls held open at the provider at each kill (request seqs), to say afterwards what became of them. */
+  const openAt = new Map<string, number[]>();
   /** What the moment looks like: stages, requests so far, and calls held open at the provider right now. */
-  const snapshot = async () => {
+  const snapshot = async (moment: string) => {
     const sent = await stack.simulator.requests({ method: 'POST', path: '/v1/objects' });
-    const open = sent.filter((r) => r.fate === 'pending').length;
-    return `stages ${JSON.stringify(await stages())}, ${sent.length} POSTs, ${open} calls open at the provider`;
+    const open = sent.filter((r) => r.fate === 'pending');
+    openAt.set(
+      moment,
+      open.map((r) => r.seq),
+    );
+    return `stages ${JSON.stringify(await stages())}, ${sent.length} POSTs, ${open.length} calls open at the provider`;
+  };
+  /** What became of the calls open at a kill: how the provider's answer fared, and how each effect was confirmed. */
+  const fateOf = async (moment: string) => {
+    const bySeq = new Map((await stack.simulator.requests({ method: 'POST' })).map((r) => [r.seq, r]));
+    const confirmedBy = new Map(
+      (
+        await stack.ledger.sql<{ effectId: string; by: string }[]>`
+        SELECT effect_id AS "effectId", confirmed_by AS by FROM facts`
+      ).map((f) => [f.effectId, f.by]),
+    );
+    const tally: Record<string, number> = {};
+    for (const seq of openAt.get(moment) ?? []) {
+      const request = bySeq.get(seq);
+      const key = `${request?.fate} → confirmed by ${confirmedBy.get(request?.effectId ?? '') ?? '?'}`;
+      tally[key] = (tally[key] ?? 0) + 1;
+    }
+    return JSON.stringify(tally);
   };
 
   test(`${EFFECTS} effects: kill a worker, then the server → each recorded once`, { timeout: 420_000 }, async () => {
@@ -59,11 +82,11 @@ describe('a cluster with three workers: a worker and then the Temporal server ki
     })();
 
     await waitFor(async () => (await posts()) >= 6, 'six requests at the provider', 60_000);
-    log(`worker kill at ${Date.now() - started} ms: ${await snapshot()}`);
+    log(`worker kill at ${Date.now() - started} ms: ${await snapshot('worker kill')}`);
     await workers[0]!.kill();
 
     await waitFor(async () => (await posts()) >= 14, 'fourteen requests at the provider', 90_000);
-    log(`server kill at ${Date.now() - started} ms: ${await snapshot()}`);
+    log(`server kill at ${Date.now() - started} ms: ${await snapshot('server kill')}`);
     await cluster.killServer();
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const restart = Date.now();
@@ -73,6 +96,8 @@ describe('a cluster with three workers: a worker and then the Temporal server ki
 
     await waitFor(async () => ((await stages()).recorded ?? 0) === EFFECTS, `all ${EFFECTS} effects recorded`, 240_000);
     log(`all recorded at ${Date.now() - started} ms`);
+    log(`calls open at the worker kill: ${await fateOf('worker kill')}`);
+    log(`calls open at the server kill: ${await fateOf('server kill')}`);
 
     const objects = await stack.simulator.objects();
     const perEffect = new Map<string, number>();
