@@ -134,37 +134,31 @@ async function prepareNamespace(
   }
 }
 
-export async function startCluster(options: ClusterOptions): Promise<Cluster> {
-  const log = options.log ?? (() => {});
-  const suffix = options.suffix ?? randomBytes(4).toString('hex');
-  const adminUrl = options.adminUrl ?? defaultAdminUrl();
-  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'effect-cluster-'));
-  mkdirSync(dir, { recursive: true });
-  const databases = databasesFor(suffix);
-  const wantsUi = options.ui !== undefined && options.ui !== false;
-  const binaries = await ensureClusterBinaries(
-    log,
-    wantsUi ? ['server', 'sqlTool', 'uiServer'] : ['server', 'sqlTool'],
-  );
-  await migrateClusterDatabases({ sqlTool: binaries.sqlTool!, adminUrl, schemaRoot: serverSchemaDir(), databases });
-
-  const ports = {
-    EL_FRONTEND_PORT: options.port ?? (await freeLowPort()),
-    EL_FRONTEND_MEMBERSHIP_PORT: await freeLowPort(),
-    EL_FRONTEND_HTTP_PORT: await freeLowPort(),
-    EL_MATCHING_PORT: await freeLowPort(),
-    EL_MATCHING_MEMBERSHIP_PORT: await freeLowPort(),
-    EL_HISTORY_PORT: await freeLowPort(),
-    EL_HISTORY_MEMBERSHIP_PORT: await freeLowPort(),
-    EL_WORKER_PORT: await freeLowPort(),
-    EL_WORKER_MEMBERSHIP_PORT: await freeLowPort(),
-    EL_METRICS_PORT: await freeLowPort(),
-  };
+/** The EL_* variables temporal-server.yaml and ui/cluster.yaml are rendered from: free ports, databases, TLS. */
+async function serverEnvironment(
+  options: Pick<ClusterOptions, 'port' | 'tls' | 'config'>,
+  databases: ClusterDatabases,
+  adminUrl: string,
+): Promise<NodeJS.ProcessEnv> {
+  const ports: Record<string, number> = { EL_FRONTEND_PORT: options.port ?? (await freeLowPort()) };
+  const others = [
+    'FRONTEND_MEMBERSHIP',
+    'FRONTEND_HTTP',
+    'MATCHING',
+    'MATCHING_MEMBERSHIP',
+    'HISTORY',
+    'HISTORY_MEMBERSHIP',
+    'WORKER',
+    'WORKER_MEMBERSHIP',
+    'METRICS',
+  ];
+  for (const service of others) ports[`EL_${service}_PORT`] = await freeLowPort();
   const pg = postgresTarget(adminUrl);
   const tls = options.tls;
-  const env: NodeJS.ProcessEnv = {
+  return {
     ...process.env,
     ...Object.fromEntries(Object.entries(ports).map(([key, port]) => [key, String(port)])),
+    EL_TEMPORAL_ADDRESS: `127.0.0.1:${ports.EL_FRONTEND_PORT}`,
     EL_DB: databases.temporal,
     EL_VISIBILITY_DB: databases.visibility,
     EL_PG_ADDR: `${pg.host}:${pg.port}`,
@@ -181,8 +175,25 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         }
       : {}),
   };
-  const address = `127.0.0.1:${ports.EL_FRONTEND_PORT}`;
-  env.EL_TEMPORAL_ADDRESS = address;
+}
+
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  const log = options.log ?? (() => {});
+  const suffix = options.suffix ?? randomBytes(4).toString('hex');
+  const adminUrl = options.adminUrl ?? defaultAdminUrl();
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'effect-cluster-'));
+  mkdirSync(dir, { recursive: true });
+  const databases = databasesFor(suffix);
+  const wantsUi = options.ui !== undefined && options.ui !== false;
+  const binaries = await ensureClusterBinaries(
+    log,
+    wantsUi ? ['server', 'sqlTool', 'uiServer'] : ['server', 'sqlTool'],
+  );
+  await migrateClusterDatabases({ sqlTool: binaries.sqlTool!, adminUrl, schemaRoot: serverSchemaDir(), databases });
+
+  const env = await serverEnvironment(options, databases, adminUrl);
+  const address = env.EL_TEMPORAL_ADDRESS!;
+  const tls = options.tls;
   const connectionOptions: Cluster['connectionOptions'] = tls
     ? {
         address,
