@@ -27,7 +27,11 @@ export async function readTrail(db: LedgerDb, effectId: string): Promise<EffectT
   if (!effect) return null;
   const [revisionRows, releaseRows, attemptRows, evidenceRows, factRows, decisionRows] = await Promise.all([
     db.select().from(revisions).where(eq(revisions.effectId, effectId)).orderBy(asc(revisions.revision)),
-    db.select().from(releases).where(eq(releases.effectId, effectId)).orderBy(asc(releases.revision)),
+    db
+      .select()
+      .from(releases)
+      .where(eq(releases.effectId, effectId))
+      .orderBy(asc(releases.revision), asc(releases.position)),
     db.select().from(attempts).where(eq(attempts.effectId, effectId)).orderBy(asc(attempts.attemptId)),
     db
       .select()

@@ -107,6 +107,9 @@ describe('revisions of a refused effect', () => {
       const cli = await runCli(stack, ['status', id]);
       assert.equal(cli.code, 0, cli.stderr);
       assert.match(cli.stdout, /revision 2 by ops@example\.com/);
+      // The audit pairs revision 2's object (stamped id#r2) with the effect's main step: no findings.
+      const audit = await runCli(stack, ['audit', '--json', '--grace', '0', '--provider-url', stack.simulator.url]);
+      assert.equal(audit.code, 0, audit.stdout);
     },
   );
 

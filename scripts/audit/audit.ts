@@ -54,7 +54,15 @@ export function waitsForPerson(view: WorkflowView): boolean {
 /** The rows of the ledger the audit needs, read by one plain query each. */
 export interface LedgerRows {
   effects: Array<{ effectId: string; destination: string; stage: string; approvedAt: Date; stageChangedAt: Date }>;
-  releases: Array<{ effectId: string; revision: number; step: string; destination: string; bodySha256: string }>;
+  releases: Array<{
+    effectId: string;
+    revision: number;
+    step: string;
+    destination: string;
+    bodySha256: string;
+    /** The key (and stamped reference) released with the step: `#r<n>` in a revision-scoped revision. */
+    idempotencyKey?: string;
+  }>;
   facts: Array<{ effectId: string; step: string; destination: string; externalId: string }>;
   attempts: Array<{ effectId: string; step: string; idempotencyKey: string; startedAt: Date }>;
 }
@@ -67,7 +75,7 @@ export async function readLedgerRows(sql: Sql): Promise<LedgerRows> {
     sql<LedgerRows['effects']>`SELECT effect_id AS "effectId", destination, stage,
       approved_at AS "approvedAt", stage_changed_at AS "stageChangedAt" FROM effects`,
     sql<LedgerRows['releases']>`SELECT effect_id AS "effectId", revision, step, destination,
-      body_sha256 AS "bodySha256" FROM releases`,
+      body_sha256 AS "bodySha256", idempotency_key AS "idempotencyKey" FROM releases`,
     sql<LedgerRows['facts']>`SELECT effect_id AS "effectId", step, destination, external_id AS "externalId" FROM facts`,
     sql<LedgerRows['attempts']>`SELECT effect_id AS "effectId", step, idempotency_key AS "idempotencyKey",
       started_at AS "startedAt" FROM attempts`,
@@ -240,7 +248,9 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
         );
         continue;
       }
-      byStep.set(reference, [...(byStep.get(reference) ?? []), object]);
+      // Every revision's object of a step is that step's: two of them is a duplicate.
+      const step = stepRef(effectId, named.step);
+      byStep.set(step, [...(byStep.get(step) ?? []), object]);
       if (records.keyed) {
         const key = object.idempotencyKey ?? null;
         // The key names the same step the stamped reference does.
@@ -290,8 +300,9 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
         );
         continue;
       }
-      const reference = stepRef(fact.effectId, fact.step);
-      const expected = release.get(reference)?.bodySha256;
+      const latest = release.get(stepRef(fact.effectId, fact.step));
+      const reference = latest?.idempotencyKey ?? stepRef(fact.effectId, fact.step);
+      const expected = latest?.bodySha256;
       if (object.effectId !== reference || object.bodySha256 !== expected)
         add(
           'fact_object_differs',
@@ -317,7 +328,7 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
       if (request.idempotencyKey) {
         const named = parseKey(request.idempotencyKey);
         if (named && allEffects.has(named.effectId) && destinationOfStep(named.effectId, named.step) !== undefined) {
-          reference = request.idempotencyKey;
+          reference = stepRef(named.effectId, named.step);
         } else {
           const owner = request.bodySha256 ? bodyOwner.get(request.bodySha256) : undefined;
           if (owner && effects.has(effectOfStep(owner)))
