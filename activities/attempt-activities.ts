@@ -3,7 +3,6 @@
 // runs this with maximumAttempts 1, and anything it cannot finish becomes UNKNOWN and a readback.
 import { Context } from '@temporalio/activity';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
-import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import { stageAfterStepOutcome } from '../domain/stages.js';
 import { beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
@@ -48,10 +47,8 @@ export function createAttemptActivities({ db, destinations }: { db: LedgerDb; de
     async attemptOnce(request: AttemptRequest): Promise<AttemptReport> {
       const { info } = Context.current();
       const deadline = Date.now() + info.startToCloseTimeoutMs;
-      const idempotencyKey = idempotencyKeyFor(request.effectId, request.step);
       const begun = await beginAttempt(db, {
         ...request,
-        idempotencyKey,
         workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow',
       });
       if (begun.fact) return { kind: 'recorded-before', fact: begun.fact };
@@ -64,6 +61,8 @@ export function createAttemptActivities({ db, destinations }: { db: LedgerDb; de
           stage: begun.stage,
         };
       }
+      // The key released with the step: the step's own, or its revision's where the destination scopes keys so.
+      const idempotencyKey = begun.release.idempotencyKey;
       const attempt: AttemptRef = {
         effectId: request.effectId,
         step: request.step,

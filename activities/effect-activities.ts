@@ -75,6 +75,8 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
           package: pkg,
           bodySha256: sha256Hex(canonicalJson(pkg.body)),
           releasedBy: effect.approvedBy,
+          // v1/v2 runs only ever release revision 1: its key is the step's own.
+          idempotencyKey: idempotencyKeyFor(effectId, step),
         },
         step,
       ).catch(invariantFailure);

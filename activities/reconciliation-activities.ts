@@ -8,7 +8,6 @@ import type {
   ReadbackResult,
   ReleasedPackage,
 } from '../domain/destination-contract.js';
-import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import { type EffectStage, stageAfterStepFound } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { type DecisionInput, recordDecision, recordEvidence } from '../ledger/progress.js';
@@ -43,8 +42,9 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
     const adapter = Object.hasOwn(destinations, found.destination) ? destinations[found.destination] : undefined;
     if (!adapter)
       throw ApplicationFailure.nonRetryable(`no adapter for destination ${found.destination}`, 'UnknownDestination');
-    // A step's object carries the step's own reference (its key): the effect ID for main (client/effect-request.ts).
-    const reference = idempotencyKeyFor(target.effectId, target.step);
+    // A step's object carries the step's own reference, its released key: the effect ID for main, effectID~step
+    // for another, with `#r<n>` in a revision of a revision-scoped destination (client/effect-request.ts).
+    const reference = found.release.idempotencyKey;
     const request: ReadbackRequest = {
       effectId: reference,
       idempotencyKey: reference,

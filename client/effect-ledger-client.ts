@@ -14,8 +14,10 @@ import { destinationContracts } from '../activities/destinations/registry.js';
 import type { DecisionKind } from '../domain/decisions.js';
 import { type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
-import { EffectNotFoundError } from '../ledger/errors.js';
+import { EffectNotFoundError, RevisionRefusedError } from '../ledger/errors.js';
+import { effectFingerprint } from '../ledger/fingerprint.js';
 import { type EffectRow, registerEffect } from '../ledger/registration.js';
+import { readRevisions, recordRevision } from '../ledger/revision.js';
 import {
   type EffectTrail,
   listEffectsByStage,
@@ -43,6 +45,7 @@ import {
   effectSummaryKey,
 } from '../workflows/search-attributes.js';
 import { approvalRecords, validateEffectRequest } from './effect-request.js';
+import { planRevision, type RevisionRequest } from './effect-revision.js';
 
 export interface EffectLedgerClientOptions {
   client: Client;
@@ -68,6 +71,14 @@ export interface ApprovalResult {
   created: boolean;
   stage: EffectStage;
   fact: { externalId: string; externalUrl: string | null } | null;
+}
+
+export interface RevisionResult {
+  effectId: string;
+  revision: number;
+  /** False when this revision (the same payload) was already taken: a repeat after a timeout, say. */
+  created: boolean;
+  stage: EffectStage;
 }
 
 export interface EffectReport {
@@ -97,6 +108,51 @@ export class EffectLedgerClient {
   }
 
   /**
+   * A person's new revision of a refused effect (README, "Revisions"): the payload approved in place of the
+   * refused one, under the same effect ID, as release revision n+1. The ledger takes it only from `rejected`
+   * and keeps every revision; then a new run of the same workflow ID sends it. Refused (typed, nothing
+   * written): RevisionRefusedError (not rejected, intent changed, a settled step changed),
+   * InvalidEffectRequestError (a payload an approval would refuse), EffectNotFoundError. The same revision
+   * submitted again is answered as taken (`created: false`), and its run started if it has none.
+   */
+  async revise(effectId: string, request: RevisionRequest): Promise<RevisionResult> {
+    const { db } = this.options;
+    const trail = await readTrail(db, effectId);
+    if (!trail) throw new EffectNotFoundError(effectId);
+    const fingerprint = fingerprintOf(trail.effect, request);
+    const taken = async (): Promise<RevisionResult | null> => {
+      const effect = await readEffect(db, effectId);
+      const latest = (await readRevisions(db, effectId)).at(-1);
+      if (!effect || !latest || latest.revision !== effect.revision || latest.fingerprint !== fingerprint) return null;
+      const stage = effect.stage as EffectStage;
+      if (!isTerminal(stage)) await this.startRun(effect);
+      return { effectId, revision: effect.revision, created: false, stage };
+    };
+    const refused = (stage: string) =>
+      new RevisionRefusedError(effectId, 'not_rejected', `it is ${stage}; only a rejected effect takes a revision`);
+    if (trail.effect.stage !== 'rejected') {
+      const same = await taken();
+      if (same) return same;
+      throw refused(trail.effect.stage);
+    }
+    const record = planRevision(trail, request);
+    try {
+      await recordRevision(db, record);
+    } catch (error) {
+      // Another revision won the effect meanwhile (the database decided): this one is refused, or was the same.
+      const now = await readEffect(db, effectId);
+      if (!now || now.stage === 'rejected') throw error;
+      const same = await taken();
+      if (same) return same;
+      throw refused(now.stage);
+    }
+    const effect = await readEffect(db, effectId);
+    if (!effect) throw new EffectNotFoundError(effectId);
+    await this.startRun(effect);
+    return { effectId, revision: record.revision, created: true, stage: effect.stage as EffectStage };
+  }
+
+  /**
    * Starts the effect's workflow, or joins the open run. A run that closed without a terminal stage in
    * the ledger (terminated, failed, reset, or the approver died before the start) is started again: the
    * ledger, not Temporal, decides that an effect is finished, and a resumed run reads back before it
@@ -105,9 +161,13 @@ export class EffectLedgerClient {
   private async startRun(effect: EffectRow, releasedSteps?: { step: string; destination: string }[]): Promise<void> {
     const contract = destinationContracts[effect.destination];
     if (!contract) throw new Error(`effect ${effect.effectId}: no destination ${effect.destination} is known here`);
-    const steps = (releasedSteps ?? (await readReleasedSteps(this.options.db, effect.effectId))).map((s) =>
-      this.stepInput(s.step, s.destination),
-    );
+    // A revised effect's run sends its latest revision; an approval's input stays what v3/v4 took.
+    const revised = effect.revision > 1;
+    const released = releasedSteps ?? (await readReleasedSteps(this.options.db, effect.effectId));
+    const steps = released.map((s) => ({
+      ...this.stepInput(s.step, s.destination),
+      ...(revised && 'idempotencyKey' in s ? { idempotencyKey: String(s.idempotencyKey) } : {}),
+    }));
     const summary = `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`;
     const input: EffectInput = {
       effectId: effect.effectId,
@@ -125,6 +185,7 @@ export class EffectLedgerClient {
       ...(this.options.absenceGraceMs === undefined ? {} : { absenceGraceMs: this.options.absenceGraceMs }),
       // Only a multi-step effect names its steps: a single-step input stays what v3 took.
       ...(steps.length > 1 ? { steps } : {}),
+      ...(revised ? { releaseRevision: effect.revision } : {}),
     };
     try {
       await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {
@@ -261,5 +322,18 @@ export class EffectLedgerClient {
   private async fact(effectId: string) {
     const fact = await readFact(this.options.db, effectId);
     return fact ? { externalId: fact.externalId, externalUrl: fact.externalUrl } : null;
+  }
+}
+
+/** The fingerprint an approval of this payload would have; null when the request has no usable payload. */
+function fingerprintOf(effect: EffectRow, request: RevisionRequest): string | null {
+  try {
+    return effectFingerprint({
+      destination: effect.destination,
+      operation: effect.operation,
+      payload: request.payload,
+    });
+  } catch {
+    return null;
   }
 }

@@ -188,7 +188,8 @@ export function approvalRecords(valid: ValidatedEffectRequest): {
 } {
   const steps = valid.steps.map((plan, i): ReleasedStep => {
     const contract = destinationContracts[plan.destination] as DestinationContract;
-    const pkg = contract.buildPackage(idempotencyKeyFor(valid.effectId, plan.step), plan.operation, plan.payload);
+    const idempotencyKey = idempotencyKeyFor(valid.effectId, plan.step);
+    const pkg = contract.buildPackage(idempotencyKey, plan.operation, plan.payload);
     return {
       step: plan.step,
       position: i + 1,
@@ -196,6 +197,7 @@ export function approvalRecords(valid: ValidatedEffectRequest): {
       operation: plan.operation,
       package: pkg,
       bodySha256: sha256Hex(canonicalJson(pkg.body)),
+      idempotencyKey,
     };
   });
   return {

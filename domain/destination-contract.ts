@@ -1,6 +1,7 @@
 // What every destination adapter declares and does. An adapter carries its destination's contract:
 // how it dedupes, how long it remembers a key, how it sends, how it reads back, how it classifies.
 // Types only (and the mechanism list): adapters implement them in activities/destinations/.
+import type { KeyScope } from './idempotency-key.js';
 import type { Coverage } from './outcomes.js';
 
 /** How a destination dedupes; the ledger records it per effect (`mechanism_known` CHECK). */
@@ -79,6 +80,12 @@ export interface DestinationContract {
    * so nothing dedupes a second send. Read null together with the mechanism, never alone.
    */
   keyRetentionSeconds: number | null;
+  /**
+   * A revision of a refused effect (README, "Revisions"): `effect` keeps the key (the destination lets a key
+   * come back with other parameters, or honours none), `revision` takes `key#r<n>` (it answers 400/409 when
+   * a key returns with other parameters, or would replay the refusal stored under it).
+   */
+  keyScope: KeyScope;
   /** Payload schema per operation; unknown operations are refused at approval. */
   operations: Readonly<Record<string, PayloadSchema>>;
   /** The destination call's timeout; after it, the outcome is unknown. */

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { destinationContracts } from '../activities/destinations/registry.js';
-import { idempotencyKeyFor, MAIN_STEP, STEP_SEPARATOR } from '../domain/idempotency-key.js';
+import { idempotencyKeyFor, MAIN_STEP, parseKey } from '../domain/idempotency-key.js';
 import type { EffectStage } from '../domain/stages.js';
 import { readTrail } from '../ledger/trail.js';
 import { type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
@@ -47,8 +47,12 @@ export function waitForStage(
   );
 }
 
+/** The keyed API's objects of an effect's main step, whichever revision made them (`effectID`, `effectID#r2`). */
 export async function objectsFor(stack: Stack, effectId: string) {
-  return (await stack.simulator.objects()).filter((o) => o.metadata.effect_id === effectId);
+  return (await stack.simulator.objects()).filter((o) => {
+    const named = parseKey(String(o.metadata.effect_id ?? ''));
+    return named?.effectId === effectId && named.step === MAIN_STEP;
+  });
 }
 
 export async function socialPostsFor(stack: Stack, effectId: string) {
@@ -65,11 +69,8 @@ export async function providerPostsFor(stack: Stack, effectId: string): Promise<
   return (await stack.simulator.requests({ method: 'POST' })).filter(
     (r) =>
       EFFECTFUL_PATHS.has(r.path) &&
-      (r.effectId === effectId ||
-        r.idempotencyKey === effectId ||
-        // A further step's object and key carry `effectID~step` (domain/idempotency-key.ts).
-        r.effectId?.startsWith(`${effectId}${STEP_SEPARATOR}`) ||
-        r.idempotencyKey?.startsWith(`${effectId}${STEP_SEPARATOR}`)),
+      // A further step's object and key carry `effectID~step`, a revision's may carry `#r<n>` (domain/idempotency-key.ts).
+      (parseKey(r.effectId ?? '')?.effectId === effectId || parseKey(r.idempotencyKey ?? '')?.effectId === effectId),
   );
 }
 
@@ -96,37 +97,53 @@ export async function assertProviderSaw(
     step?: string;
   },
 ): Promise<LoggedRequest[]> {
-  const reference = expected.step === undefined ? effectId : idempotencyKeyFor(effectId, expected.step);
+  const step = expected.step ?? MAIN_STEP;
+  const reference = idempotencyKeyFor(effectId, step);
+  const ofStep = (ref: string | null | undefined) => {
+    const named = parseKey(ref ?? '');
+    return named?.effectId === effectId && named.step === step;
+  };
   const posts = (await providerPostsFor(stack, effectId)).filter(
     (p) =>
       !expected.ignore?.includes(p.seq) &&
-      (expected.step === undefined || p.effectId === reference || p.idempotencyKey === reference),
+      (expected.step === undefined || ofStep(p.effectId) || ofStep(p.idempotencyKey)),
   );
   const shown = () => JSON.stringify(posts, null, 1);
   assert.equal(posts.length, expected.posts, `POSTs the provider received for ${reference}: ${shown()}`);
   if (posts.length === 0) return posts;
   const trail = await readTrail(stack.ledger.db, effectId);
   assert.ok(trail, `${effectId} is in the ledger`);
-  const step = expected.step ?? MAIN_STEP;
-  const release = trail.releases.filter((r) => r.step === step).at(-1);
-  assert.ok(release, `${reference} was released`);
-  const keyed = destinationContracts[release.destination]?.mechanism === 'idempotency_key';
-  const attempts = trail.attempts.filter((a) => a.step === step).sort((a, b) => a.attemptNumber - b.attemptNumber);
+  const releases = trail.releases.filter((r) => r.step === step);
+  assert.ok(releases.length, `${reference} was released`);
+  const attempts = trail.attempts
+    .filter((a) => a.step === step)
+    .sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime());
   const used = new Set<number>();
   for (const post of posts) {
-    assert.equal(post.bodySha256, release.bodySha256, `body hash of POST #${post.seq} is the release's`);
-    assert.equal(post.effectId, reference, `POST #${post.seq} carries ${reference} in its body`);
     const arrived = Date.parse(post.at);
     const attempt = attempts.filter((a) => a.startedAt.getTime() <= arrived).at(-1);
     assert.ok(attempt, `an attempt row of ${reference} existed before POST #${post.seq} arrived (${post.at})`);
     assert.ok(
-      !used.has(attempt.attemptNumber),
-      `attempt ${attempt.attemptNumber} of ${reference} accounts for two POSTs: a send was retried without a new attempt row (${shown()})`,
+      !used.has(attempt.attemptId),
+      `attempt ${attempt.attemptNumber} (revision ${attempt.releaseRevision}) of ${reference} accounts for two POSTs: a send was retried without a new attempt row (${shown()})`,
     );
-    used.add(attempt.attemptNumber);
-    // The key is the effect ID (or effectID~step), never anything an attempt or a run contributes.
-    const expectedKey = keyed ? idempotencyKeyFor(effectId, attempt.step) : null;
-    assert.equal(post.idempotencyKey, expectedKey, `key of POST #${post.seq} for ${reference}`);
+    used.add(attempt.attemptId);
+    // What the attempt sent is its revision's release: that body, that stamped reference, that key.
+    const release = releases.find((r) => r.revision === attempt.releaseRevision);
+    assert.ok(release, `attempt ${attempt.attemptNumber} of ${reference} names a release of its revision`);
+    assert.equal(post.bodySha256, release.bodySha256, `body hash of POST #${post.seq} is its revision's release's`);
+    assert.equal(
+      post.effectId,
+      release.idempotencyKey,
+      `POST #${post.seq} carries ${release.idempotencyKey} in its body`,
+    );
+    // The key is the effect ID (or effectID~step, or its revision's), never anything an attempt or a run contributes.
+    const keyed = destinationContracts[release.destination]?.mechanism === 'idempotency_key';
+    assert.equal(
+      post.idempotencyKey,
+      keyed ? release.idempotencyKey : null,
+      `key of POST #${post.seq} for ${reference}`,
+    );
   }
   return posts;
 }

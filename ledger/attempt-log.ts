@@ -11,14 +11,14 @@ import { oneOf } from './sql-words.js';
 
 const terminal = oneOf(TERMINAL_STAGES);
 
-/** The attempt to write: the same row progress.ts's recordAttempt writes for v1/v2 runs. */
-export type AttemptIntent = AttemptInput;
+/** The attempt to write: the row progress.ts's recordAttempt writes for v1/v2 runs, its key read from the release. */
+export type AttemptIntent = Omit<AttemptInput, 'idempotencyKey'>;
 
 /** What the ledger held when the attempt was asked for, and the attempt if it was written. */
 export interface AttemptBegun {
   /** Set when the row was written: the request may now leave. */
   attempt: { attemptId: number; startedAt: Date } | null;
-  release: { package: ReleasedPackage; destination: string; operation: string } | null;
+  release: { package: ReleasedPackage; destination: string; operation: string; idempotencyKey: string } | null;
   stage: EffectStage | null;
   /** The highest attempt number the ledger holds for this step (0 for none). */
   highestAttempt: number;
@@ -32,6 +32,7 @@ interface BeginRow extends Record<string, unknown> {
   package: ReleasedPackage | null;
   destination: string | null;
   operation: string | null;
+  idempotency_key: string | null;
   stage: EffectStage | null;
   highest_attempt: string | null;
   first_started_at: string | null;
@@ -40,25 +41,26 @@ interface BeginRow extends Record<string, unknown> {
 }
 
 /**
- * Writes attempt N of a step and moves the effect to `attempted`, in one statement, only if the step is
- * released, the effect not terminal, the step has no fact, and no attempt numbered N or higher exists (an earlier run's
- * attempt whose outcome this run does not know). Otherwise writes nothing and says what it found.
+ * Writes attempt N of a step's release revision and moves the effect to `attempted`, in one statement, only
+ * if the step is released, the effect not terminal, the step has no fact, and no attempt of that revision
+ * numbered N or higher exists (an earlier run's attempt whose outcome this run does not know). The key is
+ * the one released with the step. Otherwise writes nothing and says what it found.
  */
 export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise<AttemptBegun> {
-  const { effectId, step, attemptNumber, idempotencyKey, releaseRevision, workflowRunId } = intent;
+  const { effectId, step, attemptNumber, releaseRevision, workflowRunId } = intent;
   const rows = await db.execute<BeginRow>(sql`
     WITH released AS (
-      SELECT r.package, r.destination, r.operation, e.stage
+      SELECT r.package, r.destination, r.operation, r.idempotency_key, e.stage
       FROM releases r JOIN effects e ON e.effect_id = r.effect_id
       WHERE r.effect_id = ${effectId} AND r.revision = ${releaseRevision} AND r.step = ${step}
     ), earlier AS (
       SELECT max(attempt_number) AS highest, min(started_at) AS first
-      FROM attempts WHERE effect_id = ${effectId} AND step = ${step}
+      FROM attempts WHERE effect_id = ${effectId} AND step = ${step} AND release_revision = ${releaseRevision}
     ), fact AS (
       SELECT external_id, external_url FROM facts WHERE effect_id = ${effectId} AND step = ${step}
     ), attempt AS (
       INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id)
-      SELECT ${effectId}, ${step}, ${attemptNumber}, ${idempotencyKey}, ${releaseRevision}, ${workflowRunId}
+      SELECT ${effectId}, ${step}, ${attemptNumber}, released.idempotency_key, ${releaseRevision}, ${workflowRunId}
       FROM released, earlier
       WHERE released.stage NOT IN (${terminal})
         AND coalesce(earlier.highest, 0) < ${attemptNumber}
@@ -70,7 +72,7 @@ export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise
       RETURNING 1
     )
     SELECT attempt.attempt_id, attempt.started_at, released.package, released.destination, released.operation,
-           released.stage, earlier.highest AS highest_attempt, earlier.first AS first_started_at,
+           released.idempotency_key, released.stage, earlier.highest AS highest_attempt, earlier.first AS first_started_at,
            fact.external_id AS fact_external_id, fact.external_url AS fact_external_url
     FROM earlier
     LEFT JOIN released ON true
@@ -84,8 +86,13 @@ export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise
         ? null
         : { attemptId: Number(row.attempt_id), startedAt: new Date(row.started_at ?? Number.NaN) },
     release:
-      row.package && row.destination && row.operation
-        ? { package: row.package, destination: row.destination, operation: row.operation }
+      row.package && row.destination && row.operation && row.idempotency_key
+        ? {
+            package: row.package,
+            destination: row.destination,
+            operation: row.operation,
+            idempotencyKey: row.idempotency_key,
+          }
         : null,
     stage: row.stage,
     highestAttempt: Number(row.highest_attempt ?? 0),

@@ -44,3 +44,23 @@ export class EffectNotFoundError extends Error {
 export class LedgerInvariantError extends Error {
   override readonly name = 'LedgerInvariantError';
 }
+
+export type RevisionRefusal =
+  /** Only a rejected effect takes a revision: a recorded, abandoned or still-running one does not. */
+  | 'not_rejected'
+  /** A revision keeps the approval's intent: destination, operation, and each step's target. */
+  | 'intent_changed'
+  /** A step that already has its fact stays as it happened: a revision cannot change what it sent. */
+  | 'settled_step_changed';
+
+/** A revision the ledger will not take. Nothing was written. */
+export class RevisionRefusedError extends Error {
+  override readonly name = 'RevisionRefusedError';
+  constructor(
+    readonly effectId: string,
+    readonly code: RevisionRefusal,
+    message: string,
+  ) {
+    super(`revision of effect ${effectId} refused (${code}): ${message}`);
+  }
+}

@@ -49,6 +49,7 @@ export interface ReleaseInput {
   package: ReleasedPackage;
   bodySha256: string;
   releasedBy: string;
+  idempotencyKey: string;
 }
 
 export interface ReleaseState {
@@ -115,7 +116,9 @@ export async function recordAttempt(
       await tx
         .insert(attempts)
         .values(input)
-        .onConflictDoNothing({ target: [attempts.effectId, attempts.step, attempts.attemptNumber] });
+        .onConflictDoNothing({
+          target: [attempts.effectId, attempts.step, attempts.releaseRevision, attempts.attemptNumber],
+        });
       const [row] = await tx
         .select({ attemptId: attempts.attemptId, startedAt: attempts.startedAt, key: attempts.idempotencyKey })
         .from(attempts)
@@ -123,6 +126,7 @@ export async function recordAttempt(
           and(
             eq(attempts.effectId, input.effectId),
             eq(attempts.step, input.step),
+            eq(attempts.releaseRevision, input.releaseRevision),
             eq(attempts.attemptNumber, input.attemptNumber),
           ),
         );

@@ -3,6 +3,7 @@
 // primary key, not a prior SELECT, decides who registered it; the loser of a race reads the winner's row.
 import { eq, sql } from 'drizzle-orm';
 import type { ReleasedPackage } from '../domain/destination-contract.js';
+import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import type { LedgerDb } from './db.js';
 import { EffectConflictError } from './errors.js';
 import { effects, releases } from './schema.js';
@@ -19,6 +20,8 @@ export interface ReleasedStep {
   operation: string;
   package: ReleasedPackage;
   bodySha256: string;
+  /** The key its attempts carry (and the reference stamped in its package); absent: the step's own. */
+  idempotencyKey?: string;
 }
 
 export interface InitialRelease {
@@ -39,7 +42,13 @@ export async function registerEffect(
       .returning(),
   );
   const steps = JSON.stringify(
-    release.steps.map((s) => ({ ...s, target: s.package.target, package: s.package, body_sha256: s.bodySha256 })),
+    release.steps.map((s) => ({
+      ...s,
+      target: s.package.target,
+      package: s.package,
+      body_sha256: s.bodySha256,
+      idempotency_key: s.idempotencyKey ?? idempotencyKeyFor(registration.effectId, s.step),
+    })),
   );
   // Columns in the table's order (drizzle lists them all for an INSERT … SELECT).
   const released = db.$with('released').as(
@@ -47,9 +56,10 @@ export async function registerEffect(
       .insert(releases)
       .select(
         sql`SELECT effect.effect_id, 1, s.step, s.position, s.destination, s.operation, s.target, s.package,
-                   s.body_sha256, effect.approved_by, now()
+                   s.body_sha256, effect.approved_by, s.idempotency_key, now()
             FROM effect, jsonb_to_recordset(${steps}::jsonb)
-              AS s(step text, position integer, destination text, operation text, target text, package jsonb, body_sha256 text)`,
+              AS s(step text, position integer, destination text, operation text, target text, package jsonb,
+                   body_sha256 text, idempotency_key text)`,
       )
       .returning({ revision: releases.revision }),
   );

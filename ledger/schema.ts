@@ -21,10 +21,25 @@ import {
 import { RECORDED_DECISION_KINDS } from '../domain/decisions.js';
 import { DEDUPE_MECHANISMS } from '../domain/destination-contract.js';
 import { EFFECT_ID_SOURCE } from '../domain/effect-id.js';
-import { MAIN_STEP, STEP_SEPARATOR, STEP_SOURCE } from '../domain/idempotency-key.js';
+import { MAIN_STEP, REVISION_SEPARATOR, STEP_SEPARATOR, STEP_SOURCE } from '../domain/idempotency-key.js';
 import { CONFIRMATION_METHODS, COVERAGES, EVIDENCE_KINDS, EVIDENCE_OUTCOMES } from '../domain/outcomes.js';
 import { EFFECT_STAGES } from '../domain/stages.js';
 import { literal, oneOf, pattern } from './sql-words.js';
+
+type Column = Parameters<typeof sql>[1];
+
+/**
+ * A step's key (domain/idempotency-key.ts): the effect ID for `main`, effect ID + '~' + step for another;
+ * in a revision, that key or (a revision-scoped destination) that key + '#r' + a revision from 2 up to this
+ * row's. Never anything a run, an activity or an attempt contributes.
+ */
+function keyFits(effectId: Column, step: Column, key: Column, revision: Column) {
+  const main = sql.raw(literal(MAIN_STEP));
+  const base = sql`(CASE WHEN ${step} = ${main} THEN ${effectId} ELSE ${effectId} || ${sql.raw(literal(STEP_SEPARATOR))} || ${step} END)`;
+  const suffix = sql`substr(${key}, length(${base}) + ${sql.raw(String(REVISION_SEPARATOR.length + 1))})`;
+  return sql`${key} = ${base} OR (left(${key}, length(${base}) + ${sql.raw(String(REVISION_SEPARATOR.length))}) = ${base} || ${sql.raw(literal(REVISION_SEPARATOR))}
+    AND CASE WHEN ${suffix} ~ '^[1-9][0-9]{0,8}$' THEN ${suffix}::integer BETWEEN 2 AND ${revision} ELSE false END)`;
+}
 
 // The CHECKs below are built from the domain's word lists and patterns, so a new stage or decision kind
 // is one edit there (then `npm run db:generate` writes the migration that widens the CHECK).
@@ -49,6 +64,9 @@ export const effects = pgTable(
     // retention is "no expiry" for transactional and "no key honoured" for natural_key / none.
     mechanism: text('mechanism').notNull(),
     keyRetentionSeconds: integer('key_retention_seconds'),
+    // The release revision in force: 1 at approval; a person's revision of a rejected effect moves it up by
+    // one, with its revision row and release rows, in one transaction (migration 0006).
+    revision: integer('revision').notNull().default(1),
     approvedAt: timestamp('approved_at', { withTimezone: true }).notNull().defaultNow(),
     stageChangedAt: timestamp('stage_changed_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -62,6 +80,7 @@ export const effects = pgTable(
     check('summary_length', sql`length(${t.summary}) BETWEEN 1 AND 300`),
     check('destination_length', sql`length(${t.destination}) BETWEEN 1 AND 64`),
     check('operation_length', sql`length(${t.operation}) BETWEEN 1 AND 64`),
+    check('effect_revision_positive', sql`${t.revision} >= 1`),
     index('effects_stage_idx').on(t.stage, t.stageChangedAt),
   ],
 );
@@ -87,11 +106,16 @@ export const releases = pgTable(
     package: jsonb('package').notNull(),
     bodySha256: text('body_sha256').notNull(),
     releasedBy: text('released_by').notNull(),
+    // The key this step's attempts carry, fixed with the package it is stamped in (README, "Revisions").
+    idempotencyKey: text('idempotency_key').notNull(),
     releasedAt: timestamp('released_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     uniqueIndex('releases_effect_revision_step_uq').on(t.effectId, t.revision, t.step),
     uniqueIndex('releases_effect_revision_position_uq').on(t.effectId, t.revision, t.position),
+    // What an attempt's foreign key names: its released step and the key released with it.
+    uniqueIndex('releases_effect_revision_step_key_uq').on(t.effectId, t.revision, t.step, t.idempotencyKey),
+    check('release_key_is_effect_scoped', keyFits(t.effectId, t.step, t.idempotencyKey, t.revision)),
     check('revision_positive', sql`${t.revision} >= 1`),
     check('release_step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
     // The main step leaves first; every other step after it.
@@ -103,6 +127,39 @@ export const releases = pgTable(
     check('release_operation_length', sql`length(${t.operation}) BETWEEN 1 AND 64`),
     check('body_sha256_format', sql`${t.bodySha256} ~ '^[0-9a-f]{64}$'`),
     check('target_length', sql`length(${t.target}) BETWEEN 1 AND 300`),
+  ],
+);
+
+/**
+ * A person's new revision of a refused effect: the payload they approved in its place, who, under which
+ * authorization and why. Revision 1 is the approval itself (the effect row). Append-only; written in one
+ * transaction with the revision's release rows and the effect's move rejected → released (migration 0006).
+ */
+export const revisions = pgTable(
+  'revisions',
+  {
+    effectId: text('effect_id')
+      .notNull()
+      .references(() => effects.effectId),
+    revision: integer('revision').notNull(),
+    payload: jsonb('payload').notNull(),
+    // sha256 of destination, operation and this revision's canonical payload (as the effect's fingerprint).
+    fingerprint: text('fingerprint').notNull(),
+    // sha256 of what must not change from the approval: destination, operation, and each step's target.
+    intentSha256: text('intent_sha256').notNull(),
+    approvedBy: text('approved_by').notNull(),
+    authorizationRef: text('authorization_ref').notNull(),
+    reason: text('reason').notNull(),
+    approvedAt: timestamp('approved_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ name: 'revisions_pk', columns: [t.effectId, t.revision] }),
+    check('revision_after_approval', sql`${t.revision} >= 2`),
+    check('revision_fingerprint_is_sha256', sql`${t.fingerprint} ~ '^[0-9a-f]{64}$'`),
+    check('revision_intent_is_sha256', sql`${t.intentSha256} ~ '^[0-9a-f]{64}$'`),
+    check('revision_approved_by_present', sql`length(${t.approvedBy}) BETWEEN 1 AND 200`),
+    check('revision_authorization_ref_present', sql`length(${t.authorizationRef}) BETWEEN 1 AND 200`),
+    check('revision_reason_present', sql`length(${t.reason}) BETWEEN 1 AND 1000`),
   ],
 );
 
@@ -124,20 +181,19 @@ export const attempts = pgTable(
     startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
-    uniqueIndex('attempts_effect_step_number_uq').on(t.effectId, t.step, t.attemptNumber),
-    // An attempt sends a released step's package: that (revision, step) must exist.
+    // Attempts are numbered per step within a release revision: a revision's first attempt is its attempt 1.
+    uniqueIndex('attempts_effect_step_revision_number_uq').on(t.effectId, t.step, t.releaseRevision, t.attemptNumber),
+    // An attempt sends a released step's package under the key released with it.
     foreignKey({
-      name: 'attempts_released_step_fk',
-      columns: [t.effectId, t.releaseRevision, t.step],
-      foreignColumns: [releases.effectId, releases.revision, releases.step],
+      name: 'attempts_released_step_key_fk',
+      columns: [t.effectId, t.releaseRevision, t.step, t.idempotencyKey],
+      foreignColumns: [releases.effectId, releases.revision, releases.step, releases.idempotencyKey],
     }),
     check('attempt_number_positive', sql`${t.attemptNumber} >= 1`),
     check('step_format', sql`${t.step} ~ ${pattern(STEP_SOURCE)}`),
-    // The main step's key is the effect ID; another step's is effect ID + '~' + step (domain/idempotency-key.ts).
-    check(
-      'key_is_effect_scoped',
-      sql`(${t.step} = ${sql.raw(literal(MAIN_STEP))} AND ${t.idempotencyKey} = ${t.effectId}) OR (${t.step} <> ${sql.raw(literal(MAIN_STEP))} AND ${t.idempotencyKey} = ${t.effectId} || ${sql.raw(literal(STEP_SEPARATOR))} || ${t.step})`,
-    ),
+    // The main step's key is the effect ID; another step's is effect ID + '~' + step (domain/idempotency-key.ts);
+    // either may carry '#r<n>' for a revision-scoped destination's revision n.
+    check('key_is_effect_scoped', keyFits(t.effectId, t.step, t.idempotencyKey, t.releaseRevision)),
   ],
 );
 

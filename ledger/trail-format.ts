@@ -8,16 +8,20 @@ export function formatTrail(trail: EffectTrail): string {
     `${effect.effectId}  [${effect.stage}]  ${effect.destination} ${effect.operation}: ${effect.summary}`,
     `  approved by ${effect.approvedBy} under ${effect.authorizationRef} at ${effect.approvedAt.toISOString()} (fingerprint ${effect.fingerprint.slice(0, 12)}…, ${effect.mechanism})`,
   ];
+  for (const r of trail.revisions)
+    lines.push(
+      `  revision ${r.revision} by ${r.approvedBy} under ${r.authorizationRef} at ${r.approvedAt.toISOString()}: ${r.reason} (fingerprint ${r.fingerprint.slice(0, 12)}…)`,
+    );
   const multiStep = trail.releases.some((r) => r.step !== MAIN_STEP);
   const step = (name: string) => (multiStep ? ` step ${name}` : '');
   for (const r of trail.releases)
     lines.push(
-      `  release #${r.revision}${step(r.step)}: ${multiStep ? `${r.destination} ` : ''}${r.target} body ${r.bodySha256.slice(0, 12)}… by ${r.releasedBy}`,
+      `  release #${r.revision}${step(r.step)}: ${multiStep ? `${r.destination} ` : ''}${r.target} key=${r.idempotencyKey} body ${r.bodySha256.slice(0, 12)}… by ${r.releasedBy}`,
     );
   for (const a of trail.attempts) {
     const answer = trail.evidence.find((e) => e.attemptId === a.attemptId && e.kind === 'response');
     lines.push(
-      `  attempt ${a.attemptNumber}${step(a.step)} key=${a.idempotencyKey} started ${a.startedAt.toISOString()} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` (HTTP ${answer.httpStatus})` : ''}` : 'no answer recorded'}`,
+      `  attempt ${a.attemptNumber}${a.releaseRevision > 1 ? ` of revision ${a.releaseRevision}` : ''}${step(a.step)} key=${a.idempotencyKey} started ${a.startedAt.toISOString()} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` (HTTP ${answer.httpStatus})` : ''}` : 'no answer recorded'}`,
     );
   }
   for (const e of trail.evidence.filter((x) => x.kind !== 'response'))

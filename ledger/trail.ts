@@ -4,10 +4,12 @@ import { and, asc, desc, eq, lt, max, notInArray, sql } from 'drizzle-orm';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
 import { type EffectStage, isTerminal, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
-import { attempts, decisions, effects, facts, providerEvidence, releases } from './schema.js';
+import { attempts, decisions, effects, facts, providerEvidence, releases, revisions } from './schema.js';
 
 export interface EffectTrail {
   effect: typeof effects.$inferSelect;
+  /** People's revisions of the refused effect (2, 3, …): revision 1 is the approval, the effect row. */
+  revisions: (typeof revisions.$inferSelect)[];
   releases: (typeof releases.$inferSelect)[];
   attempts: (typeof attempts.$inferSelect)[];
   evidence: (typeof providerEvidence.$inferSelect)[];
@@ -23,8 +25,13 @@ export interface EffectTrail {
 export async function readTrail(db: LedgerDb, effectId: string): Promise<EffectTrail | null> {
   const [effect] = await db.select().from(effects).where(eq(effects.effectId, effectId));
   if (!effect) return null;
-  const [releaseRows, attemptRows, evidenceRows, factRows, decisionRows] = await Promise.all([
-    db.select().from(releases).where(eq(releases.effectId, effectId)).orderBy(asc(releases.revision)),
+  const [revisionRows, releaseRows, attemptRows, evidenceRows, factRows, decisionRows] = await Promise.all([
+    db.select().from(revisions).where(eq(revisions.effectId, effectId)).orderBy(asc(revisions.revision)),
+    db
+      .select()
+      .from(releases)
+      .where(eq(releases.effectId, effectId))
+      .orderBy(asc(releases.revision), asc(releases.position)),
     db.select().from(attempts).where(eq(attempts.effectId, effectId)).orderBy(asc(attempts.attemptId)),
     db
       .select()
@@ -40,6 +47,7 @@ export async function readTrail(db: LedgerDb, effectId: string): Promise<EffectT
   const waiting = steps.find((s) => !facted.has(s.step));
   return {
     effect,
+    revisions: revisionRows,
     releases: releaseRows,
     attempts: attemptRows,
     evidence: evidenceRows,
@@ -124,6 +132,7 @@ export async function readFact(db: LedgerDb, effectId: string): Promise<typeof f
   return fact ?? null;
 }
 
+/** Attempt N of a step of the effect's current revision (the only one a run may add attempts to). */
 export async function readAttempt(
   db: LedgerDb,
   effectId: string,
@@ -133,7 +142,14 @@ export async function readAttempt(
   const [row] = await db
     .select()
     .from(attempts)
-    .where(and(eq(attempts.effectId, effectId), eq(attempts.step, step), eq(attempts.attemptNumber, attemptNumber)));
+    .where(
+      and(
+        eq(attempts.effectId, effectId),
+        eq(attempts.step, step),
+        eq(attempts.attemptNumber, attemptNumber),
+        sql`${attempts.releaseRevision} = (SELECT e.revision FROM ${effects} e WHERE e.effect_id = ${effectId})`,
+      ),
+    );
   return row ?? null;
 }
 

@@ -4,8 +4,10 @@
 //   effect list --stage STAGE      effects in a stage (with the latest attempt's start and reason)
 //   effect decide ID approve-retry|confirm|abandon --actor WHO --reason WHY [--external-id X] [--external-url U]
 //                 [--attempt N] [--decision-id ID]
+//   effect revise ID [file|-] --approved-by WHO --reason WHY [--authorization-ref REF]
+//                 a person's new revision of a rejected effect: the file holds {"payload": {…}} (or the payload)
 //   effect audit [--destination D] [--since T]   the ledger against each destination's records and Temporal
-// Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict, 4 not found,
+// Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict (or a revision refused), 4 not found,
 // 5 decision not accepted, 6 audit findings, 1 other.
 import { readFileSync } from 'node:fs';
 import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
@@ -16,7 +18,12 @@ import { isDecisionKind } from '../domain/decisions.js';
 import { EFFECT_STAGES, type EffectStage, isEffectStage } from '../domain/stages.js';
 import { arriveAtBarrier, BARRIER_ENV } from '../harness/barrier.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
-import { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
+import {
+  EffectConflictError,
+  EffectNotFoundError,
+  InvalidEffectRequestError,
+  RevisionRefusedError,
+} from '../ledger/errors.js';
 import { formatTrail } from '../ledger/trail-format.js';
 import { destinationSettings, loadTemporalConfig, providerUrl } from '../workers/config.js';
 import { audit, formatAudit } from './audit/audit.js';
@@ -208,6 +215,46 @@ export function buildProgram(): Command {
       },
     );
   program
+    .command('revise')
+    .description("a person's new revision of a rejected effect: same effect ID, new payload, release revision n+1")
+    .argument('<effectId>')
+    .argument('[file]', 'JSON file: {"payload": {…}} or the payload itself (- for stdin)', '-')
+    .requiredOption('--approved-by <who>', 'the person approving this revision')
+    .requiredOption('--reason <why>', 'why the refused revision is replaced')
+    .option('--authorization-ref <ref>', "the authorization it is approved under (default: the effect's)")
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        effectId: string,
+        file: string,
+        opts: { approvedBy: string; reason: string; authorizationRef?: string; json?: boolean },
+      ) => {
+        const raw = readRequest(file);
+        const body = (raw && typeof raw === 'object' && 'payload' in raw ? raw : { payload: raw }) as Record<
+          string,
+          unknown
+        >;
+        await withSession(async ({ effects, ledger }) => {
+          const [effect] = await ledger.sql<{ authorizationRef: string }[]>`
+            SELECT authorization_ref AS "authorizationRef" FROM effects WHERE effect_id = ${effectId}`;
+          if (!effect) throw new EffectNotFoundError(effectId);
+          const result = await effects.revise(effectId, {
+            ...body,
+            payload: body.payload as Record<string, unknown>,
+            approvedBy: opts.approvedBy,
+            reason: opts.reason,
+            authorizationRef: opts.authorizationRef ?? (body.authorizationRef as string) ?? effect.authorizationRef,
+          });
+          print(
+            !!opts.json,
+            result,
+            () =>
+              `${result.created ? 'revised' : 'already revised'}: ${result.effectId} revision ${result.revision} [${result.stage}]`,
+          );
+        });
+      },
+    );
+  program
     .command('audit')
     .description(
       "check the ledger against each destination's own records and Temporal: duplicates, objects without a fact, facts whose object is gone or differs, keys not derived from the effect ID, stuck effects",
@@ -246,7 +293,7 @@ export function exitCodeFor(error: unknown): number {
   )
     return EXIT.invalid;
   if (error instanceof WorkflowNotFoundError) return EXIT.notFound;
-  if (error instanceof EffectConflictError) return EXIT.conflict;
+  if (error instanceof EffectConflictError || error instanceof RevisionRefusedError) return EXIT.conflict;
   if (error instanceof EffectNotFoundError) return EXIT.notFound;
   return EXIT.failure;
 }

@@ -16,13 +16,13 @@ function rows(): LedgerRows {
       { effectId: 'e2', destination: 'social-feed', stage: 'unknown', approvedAt: t(0), stageChangedAt: t(5) },
     ],
     releases: [
-      { effectId: 'e1', revision: 1, bodySha256: H('a') },
-      { effectId: 'e2', revision: 1, bodySha256: H('b') },
+      { effectId: 'e1', revision: 1, step: 'main', destination: 'keyed-api', bodySha256: H('a') },
+      { effectId: 'e2', revision: 1, step: 'main', destination: 'social-feed', bodySha256: H('b') },
     ],
-    facts: [{ effectId: 'e1', destination: 'keyed-api', externalId: 'obj_1' }],
+    facts: [{ effectId: 'e1', step: 'main', destination: 'keyed-api', externalId: 'obj_1' }],
     attempts: [
-      { effectId: 'e1', idempotencyKey: 'e1', startedAt: t(1) },
-      { effectId: 'e2', idempotencyKey: 'e2', startedAt: t(1) },
+      { effectId: 'e1', step: 'main', idempotencyKey: 'e1', startedAt: t(1) },
+      { effectId: 'e2', step: 'main', idempotencyKey: 'e2', startedAt: t(1) },
     ],
   };
 }
@@ -126,5 +126,92 @@ describe('audit rules', () => {
     assert.equal(effectOfKey('refund:A-1'), 'refund:A-1');
     assert.equal(effectOfKey('refund:A-1~email'), 'refund:A-1');
     assert.equal(effectOfKey('e1#attempt-2'), null);
+    assert.equal(effectOfKey('e1~main'), null, 'the main step is the bare effect ID, never ~main');
+    assert.equal(effectOfKey('e1~Email'), null);
+  });
+
+  /** e3: a task at the keyed API (main), then a post on the social feed (step announce). */
+  function multiStepRows(stage: string, announced: boolean): LedgerRows {
+    const base = rows();
+    return {
+      effects: [
+        ...base.effects,
+        { effectId: 'e3', destination: 'keyed-api', stage, approvedAt: t(0), stageChangedAt: t(6) },
+      ],
+      releases: [
+        ...base.releases,
+        { effectId: 'e3', revision: 1, step: 'main', destination: 'keyed-api', bodySha256: H('c') },
+        { effectId: 'e3', revision: 1, step: 'announce', destination: 'social-feed', bodySha256: H('d') },
+      ],
+      facts: [
+        ...base.facts,
+        { effectId: 'e3', step: 'main', destination: 'keyed-api', externalId: 'obj_3' },
+        ...(announced ? [{ effectId: 'e3', step: 'announce', destination: 'social-feed', externalId: 'post_3' }] : []),
+      ],
+      attempts: [
+        ...base.attempts,
+        { effectId: 'e3', step: 'main', idempotencyKey: 'e3', startedAt: t(1) },
+        { effectId: 'e3', step: 'announce', idempotencyKey: 'e3~announce', startedAt: t(3) },
+      ],
+    };
+  }
+  const e1Object = { id: 'obj_1', effectId: 'e1', bodySha256: H('a'), idempotencyKey: 'e1' };
+  const e3Task = { id: 'obj_3', effectId: 'e3', bodySha256: H('c'), idempotencyKey: 'e3' };
+  const e3Post = { id: 'post_3', effectId: 'e3~announce', bodySha256: H('d') };
+  const settledView = async () => ({ status: 'RUNNING', stage: 'unknown', awaiting: 'a human decision (…)' });
+
+  test('multi-step: each step has its object at its own destination and its fact; no findings', async () => {
+    const report = await auditRows(multiStepRows('recorded', true), {
+      destinations: [records('keyed-api', true, [e1Object, e3Task]), records('social-feed', false, [e3Post])],
+      workflows: settledView,
+      requireSettled: true,
+      requestLog: {
+        available: true,
+        requests: parseRequestLog({
+          data: [
+            { at: t(2).toISOString(), method: 'POST', path: '/v1/objects', idempotencyKey: 'e1', bodySha256: H('a') },
+            { at: t(2).toISOString(), method: 'POST', path: '/v1/objects', idempotencyKey: 'e3', bodySha256: H('c') },
+            { at: t(4).toISOString(), method: 'POST', path: '/social/v1/posts', bodySha256: H('d') },
+          ],
+        }),
+      },
+    });
+    assert.deepEqual(report.findings, []);
+    assert.equal(report.checked.objects, 3);
+    assert.equal(report.checked.facts, 3);
+    assert.equal(report.checked.requests, 3);
+  });
+
+  test('multi-step drift: per step, at the step’s destination', async () => {
+    const report = await auditRows(multiStepRows('rejected', false), {
+      destinations: [
+        records('keyed-api', true, [
+          e1Object,
+          e3Task,
+          // The announce step's reference at the wrong destination, under its own key.
+          { id: 'obj_9', effectId: 'e3~announce', bodySha256: H('d'), idempotencyKey: 'e3~announce' },
+          // A step the effect does not have.
+          { id: 'obj_8', effectId: 'e3~email', bodySha256: H('e'), idempotencyKey: 'e3~email' },
+        ]),
+        // The announce step's post twice, and no fact for it.
+        records('social-feed', false, [e3Post, { ...e3Post, id: 'post_4' }]),
+      ],
+      workflows: settledView,
+      requestLog: {
+        available: true,
+        requests: parseRequestLog({
+          // The announce step's body arrived before its attempt row (t(3)).
+          data: [{ at: t(2).toISOString(), method: 'POST', path: '/social/v1/posts', bodySha256: H('d') }],
+        }),
+      },
+    });
+    assert.deepEqual(report.findings.map((f) => `${f.kind} ${f.effectId} ${f.destination}`).sort(), [
+      'duplicate e3 social-feed',
+      'object_without_effect e3 keyed-api',
+      'object_without_effect e3 keyed-api',
+      'object_without_fact e3 social-feed',
+      'request_before_attempt e3 social-feed',
+    ]);
+    assert.ok(report.findings.some((f) => f.kind === 'duplicate' && f.detail.includes('step announce')));
   });
 });

@@ -4,12 +4,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { runEffect } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
-import { postRequest, taskRequest } from '../harness/sample-requests.js';
+import { postRequest, taskAnnouncedRequest, taskRequest } from '../harness/sample-requests.js';
 import { runCli } from './support/cli.js';
 
 interface Report {
   findings: Array<{ kind: string; effectId: string | null }>;
   skipped: string[];
+  checked: { objects: number };
 }
 
 describe('effect audit', () => {
@@ -38,12 +39,16 @@ describe('effect audit', () => {
       body: JSON.stringify(body),
     });
 
-  test("a recorded effect: no findings, exit 0, the provider's request log checked too", async () => {
+  test("recorded effects, one of two steps: no findings, exit 0, the provider's request log checked too", async () => {
     await runEffect(stack, taskRequest('audit:task-1', 'request-1'));
     await runEffect(stack, postRequest('audit:post-1', 'hello'));
+    // Its announcing post carries `audit:steps-1~announce`: the announce step's object, not an unknown effect.
+    const steps = await runEffect(stack, taskAnnouncedRequest('audit:steps-1', 'request-3'));
+    assert.equal(steps.stage, 'recorded');
     const { code, report, stderr } = await auditCli();
     assert.equal(code, 0, stderr);
     assert.deepEqual(report.findings, []);
+    assert.equal(report.checked.objects, 4, 'a task, a post, and the two-step effect’s task and post');
     assert.ok(!report.skipped.some((s) => s.includes('request')), `skipped: ${report.skipped.join('; ')}`);
   });
 

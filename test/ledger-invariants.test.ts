@@ -85,7 +85,7 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
     'a duplicate attempt number',
     () =>
       sql`INSERT INTO attempts (effect_id, step, attempt_number, idempotency_key, release_revision, workflow_run_id) VALUES ('e-1', 'main', 1, 'e-1', 1, 'run-2')`,
-    /attempts_effect_step_number_uq/,
+    /attempts_effect_step_revision_number_uq/,
   );
 
   test('one fact per effect, one effect per external object, facts immutable, terminal stage final', async () => {
@@ -274,6 +274,7 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
         package: { target: 'POST /v1/objects', body: {} },
         bodySha256: sha('b'),
         releasedBy: 'ana',
+        idempotencyKey: 'p-1',
       };
       assert.equal((await releaseEffect(db, input, 'main')).fact, null);
       const run = { effectId: 'p-1', step: 'main', idempotencyKey: 'p-1', releaseRevision: 1, workflowRunId: 'r' };

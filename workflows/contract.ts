@@ -31,6 +31,11 @@ export interface EffectInput {
   absenceGraceMs?: number;
   /** v4: the outbound steps in the order they leave, when there is more than one (else `main` alone). */
   steps?: StepInput[];
+  /**
+   * The release revision this run sends, when a person revised the refused effect (README, "Revisions");
+   * absent: revision 1, the approval's. Attempts are numbered per revision, so a revision starts at attempt 1.
+   */
+  releaseRevision?: number;
   /** What the previous run knew, when this run continues a long wait for a human (v2). */
   carried?: CarriedState;
 }
@@ -42,6 +47,8 @@ export interface StepInput {
   callTimeoutMs: number;
   retryAfterProvenAbsence: boolean;
   readbackMaxIntervalMs?: number;
+  /** The step's released key, when it is not the step's own (a revision-scoped key): for the status only. */
+  idempotencyKey?: string;
 }
 
 /** Handed from a run that continued as new to the next: the effect is still UNKNOWN, awaiting a human. */
@@ -90,6 +97,8 @@ export interface EffectStatus {
   awaiting?: string;
   readbacks: ReadbackView[];
   decisions: DecisionView[];
+  /** The release revision being sent, after a person's revision (absent: 1). */
+  revision?: number;
   /** Multi-step effects: the step being carried now (the one the effect waits on), and every step. */
   step?: string;
   steps?: StepView[];

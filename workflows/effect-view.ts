@@ -35,12 +35,18 @@ export class EffectView {
       attempts: carried?.attempts ?? [],
       readbacks: carried?.readbacks ?? [],
       decisions: carried?.decisions ?? [],
+      // A person's revision of a refused effect: this run sends revision n (absent: the approval's, 1).
+      ...(input.releaseRevision ? { revision: input.releaseRevision } : {}),
     };
     const steps = input.steps ?? [];
     if (steps.length > 1) {
       this.current.steps =
         carried?.steps ??
-        steps.map(({ step }) => ({ step, idempotencyKey: idempotencyKeyFor(input.effectId, step), state: 'waiting' }));
+        steps.map(({ step, idempotencyKey }) => ({
+          step,
+          idempotencyKey: idempotencyKey ?? idempotencyKeyFor(input.effectId, step),
+          state: 'waiting',
+        }));
       this.current.step = this.current.steps.find((s) => s.state !== 'done')?.step;
     }
   }
@@ -146,6 +152,9 @@ export class EffectView {
       `**${s.stage.toUpperCase()}** · ${s.destination} \`${s.operation}\` · ${s.summary}`,
       '',
       s.awaiting ? `Awaiting: ${s.awaiting}` : '',
+      s.revision
+        ? `Revision ${s.revision}: a person's revision of the refused effect (\`effect status\` lists every one).`
+        : '',
       this.runsBefore
         ? `Run ${this.runsBefore + 1} of this effect: earlier runs continued as new during a long wait (the ledger keeps every readback).`
         : '',

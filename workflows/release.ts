@@ -6,10 +6,13 @@ import { ledger } from './activity-proxies.js';
 import type { EffectResult } from './contract.js';
 import type { EffectRun } from './effect-run.js';
 
-/** v3 starts from the stored release (revision 1); a carried run resumes from what the last run knew. */
+/**
+ * v3 starts from the stored release: revision 1, or the person's revision the run was started for (an input
+ * value, not a command: older histories replay unchanged). A carried run resumes from what the last run knew.
+ */
 export function takeUpRelease(run: EffectRun): void {
   const { carried } = run.input;
-  run.releaseRevision = 1;
+  run.releaseRevision = run.input.releaseRevision ?? 1;
   if (carried) {
     run.attemptNumber = Math.max(0, ...carried.attempts.map((a) => a.attemptNumber));
     run.firstAttemptAt = carried.attempts[0]?.startedAt ?? null;

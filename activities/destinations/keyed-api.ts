@@ -40,6 +40,9 @@ export const keyedApiContract: DestinationContract = {
   name: 'keyed-api',
   mechanism: 'idempotency_key',
   keyRetentionSeconds: 24 * 60 * 60,
+  // A key that comes back with other parameters is answered 400 (Stripe's rule): a revision's new body
+  // needs its own key, `effectID#r<n>`.
+  keyScope: 'revision',
   operations: { 'refund.create': refund, 'task.create': task, 'task.announce': taskAnnounced },
   steps: {
     // The task first (main, keyed here), then the announcement on the social feed (key-less: step `announce`).

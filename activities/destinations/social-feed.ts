@@ -37,6 +37,8 @@ export const socialFeedContract: DestinationContract = {
   name: 'social-feed',
   mechanism: 'none',
   keyRetentionSeconds: null,
+  // It honours no key: a revision's post carries the same reference, and nothing there can confuse the two.
+  keyScope: 'effect',
   operations: { 'post.publish': post },
   callTimeoutMs: 10_000,
   // Nothing at the provider dedupes a second POST: only a human may approve one.

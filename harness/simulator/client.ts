@@ -9,7 +9,9 @@ export interface SimulatorProcess {
   url: string;
   child: ChildProcess;
   /** Every object at the keyed API (newest first). */
-  objects(): Promise<Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }>>;
+  objects(): Promise<
+    Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown>; body_sha256: string }>
+  >;
   /** Every post on the key-less social feed, past what its public listing shows (the control API's view). */
   socialPosts(): Promise<Array<{ id: string; text?: string; metadata?: Record<string, string> }>>;
   /** Others post `count` times on the social feed, in one control call: older posts drop out of its newest-100 listing. */
@@ -44,7 +46,12 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
     child,
     stop,
     async objects() {
-      const all: Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown> }> = [];
+      const all: Array<{
+        id: string;
+        metadata: Record<string, string>;
+        request: Record<string, unknown>;
+        body_sha256: string;
+      }> = [];
       let after: string | undefined;
       for (;;) {
         const page = await json<{ data: typeof all; has_more: boolean }>(

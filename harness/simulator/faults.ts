@@ -11,6 +11,7 @@ export const FAULT_KINDS = [
   'status_500_after_commit', // stored, answered 500
   'status_503_before_commit', // nothing stored, answered 503 + Retry-After
   'status_429_before_commit', // nothing stored, answered 429 (rate limited) + Retry-After
+  'status_422_before_commit', // nothing stored, answered 422: a definitive refusal (the key-less feed has no other)
   'read_error_500', // a read (GET on /v1 or /social/v1) answered 500: readback must retry
 ] as const;
 

@@ -121,7 +121,8 @@ class ProviderWorld {
     if (
       fault?.kind === 'fail_before_commit' ||
       fault?.kind === 'status_503_before_commit' ||
-      fault?.kind === 'status_429_before_commit'
+      fault?.kind === 'status_429_before_commit' ||
+      fault?.kind === 'status_422_before_commit'
     )
       await readJson(req).catch(() => undefined);
     if (fault?.kind === 'fail_before_commit') return destroy(res);
@@ -137,6 +138,12 @@ class ProviderWorld {
         status: 429,
         body: { error: { type: 'rate_limit_error', message: 'Too many requests (injected fault).' } },
         headers: { 'retry-after': '1' },
+      });
+    }
+    if (fault?.kind === 'status_422_before_commit') {
+      return send(res, {
+        status: 422,
+        body: { error: { type: 'validation_error', message: 'Refused (injected fault).' } },
       });
     }
     const beforeCommit = async () => {

@@ -1,9 +1,11 @@
 // The effect audit: the ledger against what each destination holds, and against Temporal. Shared by
 // `effect audit` (an operator's command) and the chaos run (which also demands that every effect has settled).
 //
-//   duplicate              an effect with more than one object at its destination
-//   object_without_fact    an object carrying our effect ID whose effect has no fact (and is not still being worked on)
-//   object_without_effect  an object carrying an effect ID the ledger does not know
+// Objects pair with steps by the reference stamped in them: `effectID` is the main step, `effectID~step` another.
+//
+//   duplicate              a step with more than one object at its destination
+//   object_without_fact    an object carrying our reference whose step has no fact (and is not still being worked on)
+//   object_without_effect  an object carrying a reference the ledger does not know (no such effect or step)
 //   fact_object_missing    a fact whose object is not at the destination
 //   fact_object_differs    a fact whose object carries another effect ID or another body than the release
 //   foreign_key            an object (or a request) whose idempotency key is not derived from its effect ID
@@ -11,8 +13,7 @@
 //   lost                   (settled runs only) neither terminal nor visibly waiting for a person with a reason
 //   request_before_attempt a request reached the provider before its attempt row existed (request log)
 import type postgres from 'postgres';
-import { EFFECT_ID_SOURCE } from '../../domain/effect-id.js';
-import { STEP_SEPARATOR } from '../../domain/idempotency-key.js';
+import { idempotencyKeyFor, MAIN_STEP, parseKey } from '../../domain/idempotency-key.js';
 import { type EffectStage, isTerminal } from '../../domain/stages.js';
 import type { DestinationObject, DestinationRecords } from './destination-records.js';
 import type { LoggedRequest, RequestLog } from './request-log.js';
@@ -53,9 +54,17 @@ export function waitsForPerson(view: WorkflowView): boolean {
 /** The rows of the ledger the audit needs, read by one plain query each. */
 export interface LedgerRows {
   effects: Array<{ effectId: string; destination: string; stage: string; approvedAt: Date; stageChangedAt: Date }>;
-  releases: Array<{ effectId: string; revision: number; bodySha256: string }>;
-  facts: Array<{ effectId: string; destination: string; externalId: string }>;
-  attempts: Array<{ effectId: string; idempotencyKey: string; startedAt: Date }>;
+  releases: Array<{
+    effectId: string;
+    revision: number;
+    step: string;
+    destination: string;
+    bodySha256: string;
+    /** The key (and stamped reference) released with the step: `#r<n>` in a revision-scoped revision. */
+    idempotencyKey?: string;
+  }>;
+  facts: Array<{ effectId: string; step: string; destination: string; externalId: string }>;
+  attempts: Array<{ effectId: string; step: string; idempotencyKey: string; startedAt: Date }>;
 }
 
 /** A postgres.js connection (ledger/db.ts's `sql`). */
@@ -65,9 +74,10 @@ export async function readLedgerRows(sql: Sql): Promise<LedgerRows> {
   const [effects, releases, facts, attempts] = await Promise.all([
     sql<LedgerRows['effects']>`SELECT effect_id AS "effectId", destination, stage,
       approved_at AS "approvedAt", stage_changed_at AS "stageChangedAt" FROM effects`,
-    sql<LedgerRows['releases']>`SELECT effect_id AS "effectId", revision, body_sha256 AS "bodySha256" FROM releases`,
-    sql<LedgerRows['facts']>`SELECT effect_id AS "effectId", destination, external_id AS "externalId" FROM facts`,
-    sql<LedgerRows['attempts']>`SELECT effect_id AS "effectId", idempotency_key AS "idempotencyKey",
+    sql<LedgerRows['releases']>`SELECT effect_id AS "effectId", revision, step, destination,
+      body_sha256 AS "bodySha256", idempotency_key AS "idempotencyKey" FROM releases`,
+    sql<LedgerRows['facts']>`SELECT effect_id AS "effectId", step, destination, external_id AS "externalId" FROM facts`,
+    sql<LedgerRows['attempts']>`SELECT effect_id AS "effectId", step, idempotency_key AS "idempotencyKey",
       started_at AS "startedAt" FROM attempts`,
   ]);
   // drizzle's postgres.js driver leaves timestamps as text: make them dates here.
@@ -114,13 +124,13 @@ export interface AuditReport {
   inProgress: Array<{ effectId: string; stage: string; awaiting: string | null }>;
 }
 
-const effectIdPattern = new RegExp(EFFECT_ID_SOURCE);
-
 /** The effect a key names, if the key is derived from an effect ID (the ID itself, or ID~step). */
 export function effectOfKey(key: string): string | null {
-  const base = key.includes(STEP_SEPARATOR) ? key.slice(0, key.indexOf(STEP_SEPARATOR)) : key;
-  return effectIdPattern.test(base) ? base : null;
+  return parseKey(key)?.effectId ?? null;
 }
+
+/** One step of one effect, as a map key: its reference (`effectID` or `effectID~step`). */
+const stepRef = (effectId: string, step: string) => idempotencyKeyFor(effectId, step);
 
 const EFFECTFUL_PATHS = ['/v1/objects', '/social/v1/posts'];
 
@@ -141,12 +151,16 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
   );
   const allEffects = new Map(rows.effects.map((e) => [e.effectId, e]));
   const destinationOf = (effectId: string) => allEffects.get(effectId)?.destination ?? '?';
-  const release = new Map<string, { revision: number; bodySha256: string }>();
+  // Each step's latest release: where its object must be, and the body it must carry.
+  const release = new Map<string, LedgerRows['releases'][number]>();
   for (const r of rows.releases) {
-    const seen = release.get(r.effectId);
-    if (!seen || seen.revision < r.revision) release.set(r.effectId, r);
+    const seen = release.get(stepRef(r.effectId, r.step));
+    if (!seen || seen.revision < r.revision) release.set(stepRef(r.effectId, r.step), r);
   }
-  const facts = new Map(rows.facts.filter((f) => effects.has(f.effectId)).map((f) => [f.effectId, f]));
+  const destinationOfStep = (effectId: string, step: string) =>
+    release.get(stepRef(effectId, step))?.destination ??
+    (step === MAIN_STEP ? allEffects.get(effectId)?.destination : undefined);
+  const facts = new Map(rows.facts.filter((f) => effects.has(f.effectId)).map((f) => [stepRef(f.effectId, f.step), f]));
   const findings: Finding[] = [];
   const skipped: string[] = [];
   const add = (kind: FindingKind, effectId: string | null, destination: string, detail: string) =>
@@ -202,30 +216,45 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
   for (const records of options.destinations) {
     if (options.destination && records.destination !== options.destination) continue;
     const objects = (await records.objects(since)).filter((o) => o.effectId !== null);
-    const byEffect = new Map<string, DestinationObject[]>();
+    const byStep = new Map<string, DestinationObject[]>();
     for (const object of objects) {
-      const effectId = object.effectId as string;
+      const reference = object.effectId as string;
+      const named = parseKey(reference);
+      const effectId = named?.effectId ?? reference;
       const effect = allEffects.get(effectId);
       if (options.effectFilter && !options.effectFilter(effectId)) continue;
       if (effect && !effects.has(effectId)) continue; // another destination filter / before --since
       objectsChecked++;
-      if (!effect) {
+      if (!effect || !named) {
         add('object_without_effect', effectId, records.destination, `object ${object.id} carries an unknown effect ID`);
         continue;
       }
-      if (effect.destination !== records.destination) {
+      const destination = destinationOfStep(effectId, named.step);
+      if (destination === undefined) {
         add(
           'object_without_effect',
           effectId,
           records.destination,
-          `object ${object.id}: the effect targets ${effect.destination}`,
+          `object ${object.id}: the effect has no step ${named.step}`,
         );
         continue;
       }
-      byEffect.set(effectId, [...(byEffect.get(effectId) ?? []), object]);
+      if (destination !== records.destination) {
+        add(
+          'object_without_effect',
+          effectId,
+          records.destination,
+          `object ${object.id}: step ${named.step} of the effect targets ${destination}`,
+        );
+        continue;
+      }
+      // Every revision's object of a step is that step's: two of them is a duplicate.
+      const step = stepRef(effectId, named.step);
+      byStep.set(step, [...(byStep.get(step) ?? []), object]);
       if (records.keyed) {
         const key = object.idempotencyKey ?? null;
-        if (key === null || effectOfKey(key) !== effectId)
+        // The key names the same step the stamped reference does.
+        if (key === null || key !== reference)
           add(
             'foreign_key',
             effectId,
@@ -234,15 +263,17 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
           );
       }
     }
-    for (const [effectId, found] of byEffect) {
+    for (const [reference, found] of byStep) {
+      const { effectId, step } = parseKey(reference) as { effectId: string; step: string };
+      const which = step === MAIN_STEP ? '' : ` (step ${step})`;
       if (found.length > 1)
         add(
           'duplicate',
           effectId,
           records.destination,
-          `${found.length} objects: ${found.map((o) => o.id).join(', ')}`,
+          `${found.length} objects${which}: ${found.map((o) => o.id).join(', ')}`,
         );
-      const fact = facts.get(effectId);
+      const fact = facts.get(reference);
       if (!fact) {
         const effect = effects.get(effectId);
         if (!effect) continue;
@@ -253,7 +284,7 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
           'object_without_fact',
           effectId,
           records.destination,
-          `object ${found.map((o) => o.id).join(', ')}; effect ${effect.stage}${view?.awaiting ? `, awaiting: ${view.awaiting}` : ''}`,
+          `object ${found.map((o) => o.id).join(', ')}${which}; effect ${effect.stage}${view?.awaiting ? `, awaiting: ${view.awaiting}` : ''}`,
         );
       }
     }
@@ -269,13 +300,15 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
         );
         continue;
       }
-      const expected = release.get(fact.effectId)?.bodySha256;
-      if (object.effectId !== fact.effectId || object.bodySha256 !== expected)
+      const latest = release.get(stepRef(fact.effectId, fact.step));
+      const reference = latest?.idempotencyKey ?? stepRef(fact.effectId, fact.step);
+      const expected = latest?.bodySha256;
+      if (object.effectId !== reference || object.bodySha256 !== expected)
         add(
           'fact_object_differs',
           fact.effectId,
           fact.destination,
-          `fact names ${object.id}, which carries effect ${object.effectId} and body ${object.bodySha256?.slice(0, 12)}…; the release's body is ${expected?.slice(0, 12)}…`,
+          `fact names ${object.id}, which carries ${object.effectId} and body ${object.bodySha256?.slice(0, 12)}…; the release's body is ${expected?.slice(0, 12)}…`,
         );
     }
   }
@@ -284,36 +317,45 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
   let requestsChecked: number | null = null;
   if (options.requestLog?.available) {
     requestsChecked = 0;
+    // Requests pair with steps: by key where one was sent, else by the released body they carried.
     const bodyOwner = new Map<string, string>();
-    for (const r of rows.releases) bodyOwner.set(r.bodySha256, r.effectId);
-    const perEffect = new Map<string, LoggedRequest[]>();
+    for (const r of rows.releases) bodyOwner.set(r.bodySha256, stepRef(r.effectId, r.step));
+    const effectOfStep = (reference: string) => parseKey(reference)?.effectId ?? reference;
+    const perStep = new Map<string, LoggedRequest[]>();
     for (const request of options.requestLog.requests) {
       if (request.method !== 'POST' || !EFFECTFUL_PATHS.includes(request.path.split('?')[0] ?? '')) continue;
-      let effectId: string | null = null;
+      let reference: string | null = null;
       if (request.idempotencyKey) {
-        effectId = effectOfKey(request.idempotencyKey);
-        if (!effectId || !allEffects.has(effectId)) {
+        const named = parseKey(request.idempotencyKey);
+        if (named && allEffects.has(named.effectId) && destinationOfStep(named.effectId, named.step) !== undefined) {
+          reference = stepRef(named.effectId, named.step);
+        } else {
           const owner = request.bodySha256 ? bodyOwner.get(request.bodySha256) : undefined;
-          if (owner && effects.has(owner))
+          if (owner && effects.has(effectOfStep(owner)))
             add(
               'foreign_key',
-              owner,
-              destinationOf(owner),
+              effectOfStep(owner),
+              destinationOf(effectOfStep(owner)),
               `request at ${request.at.toISOString()} carried key ${JSON.stringify(request.idempotencyKey)}`,
             );
-          effectId = owner ?? null;
+          reference = owner ?? null;
         }
       } else if (request.bodySha256) {
-        effectId = bodyOwner.get(request.bodySha256) ?? null;
+        reference = bodyOwner.get(request.bodySha256) ?? null;
       }
-      if (!effectId || !effects.has(effectId)) continue;
+      if (!reference || !effects.has(effectOfStep(reference))) continue;
       requestsChecked++;
-      perEffect.set(effectId, [...(perEffect.get(effectId) ?? []), request]);
+      perStep.set(reference, [...(perStep.get(reference) ?? []), request]);
     }
     const attemptsOf = new Map<string, Date[]>();
-    for (const a of rows.attempts) attemptsOf.set(a.effectId, [...(attemptsOf.get(a.effectId) ?? []), a.startedAt]);
-    for (const [effectId, requests] of perEffect) {
-      const started = (attemptsOf.get(effectId) ?? []).map((d) => d.getTime());
+    for (const a of rows.attempts) {
+      const reference = stepRef(a.effectId, a.step);
+      attemptsOf.set(reference, [...(attemptsOf.get(reference) ?? []), a.startedAt]);
+    }
+    for (const [reference, requests] of perStep) {
+      const effectId = effectOfStep(reference);
+      const step = parseKey(reference)?.step ?? MAIN_STEP;
+      const started = (attemptsOf.get(reference) ?? []).map((d) => d.getTime());
       requests.sort((a, b) => a.at.getTime() - b.at.getTime());
       requests.forEach((request, index) => {
         const before = started.filter((t) => t <= request.at.getTime()).length;
@@ -321,8 +363,8 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
           add(
             'request_before_attempt',
             effectId,
-            destinationOf(effectId),
-            `request #${index + 1} arrived ${request.at.toISOString()} with only ${before} attempt row(s) started before it`,
+            destinationOfStep(effectId, step) ?? destinationOf(effectId),
+            `request #${index + 1}${step === MAIN_STEP ? '' : ` of step ${step}`} arrived ${request.at.toISOString()} with only ${before} attempt row(s) started before it`,
           );
       });
     }

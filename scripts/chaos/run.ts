@@ -3,6 +3,7 @@
 // then the invariants, read from the ledger, the destinations' own records, Temporal and the provider's
 // request log. Used by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
 import fc from 'fast-check';
+import { MAIN_STEP, parseKey } from '../../domain/idempotency-key.js';
 import { readTrail } from '../../ledger/trail.js';
 import { type AuditReport, audit, waitsForPerson } from '../audit/audit.js';
 import type { DestinationObject } from '../audit/destination-records.js';
@@ -131,7 +132,7 @@ async function storyOf(stack: ChaosStack, real: Real, effectId: string, objects:
     const reason = (answer?.detail as { reason?: string } | undefined)?.reason;
     events.push({
       at: a.startedAt.getTime(),
-      text: `attempt ${a.attemptNumber} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` ${answer.httpStatus}` : ''}${reason ? ` (${reason.slice(0, 60)})` : ''}` : 'no answer'}`,
+      text: `${a.step === MAIN_STEP ? '' : `${a.step} `}attempt ${a.attemptNumber} → ${answer ? `${answer.outcome}${answer.httpStatus ? ` ${answer.httpStatus}` : ''}${reason ? ` (${reason.slice(0, 60)})` : ''}` : 'no answer'}`,
     });
   }
   for (const e of trail.evidence.filter((x) => x.kind !== 'response'))
@@ -141,14 +142,18 @@ async function storyOf(stack: ChaosStack, real: Real, effectId: string, objects:
     });
   for (const d of trail.decisions)
     events.push({ at: d.decidedAt.getTime(), text: `decision ${d.kind} ${d.accepted ? 'accepted' : 'refused'}` });
-  for (const o of objects.filter((x) => x.effectId === effectId))
-    events.push({ at: Date.parse(o.createdAt), text: `object ${o.id} created at the provider` });
+  // A further step's object carries `effectID~step`: it is this effect's too.
+  for (const o of objects.filter((x) => x.effectId !== null && parseKey(x.effectId)?.effectId === effectId))
+    events.push({
+      at: Date.parse(o.createdAt),
+      text: `object ${o.id}${o.effectId === effectId ? '' : ` (${o.effectId})`} created at the provider`,
+    });
   for (const x of real.touched.filter((y) => y.effectId === effectId))
     events.push({ at: x.at.getTime(), text: `run: ${x.what}` });
-  if (trail.fact)
+  for (const fact of trail.facts)
     events.push({
-      at: trail.fact.recordedAt.getTime(),
-      text: `fact ${trail.fact.externalId} (${trail.fact.confirmedBy})`,
+      at: fact.recordedAt.getTime(),
+      text: `${fact.step === MAIN_STEP ? '' : `${fact.step} `}fact ${fact.externalId} (${fact.confirmedBy})`,
     });
   events.sort((a, b) => a.at - b.at);
   return `${trail.effect.destination} ${trail.effect.operation}, now ${trail.effect.stage}: ${events
