@@ -31,6 +31,8 @@ export const emailSmtpContract: DestinationContract = {
   mechanism: 'natural_key',
   // Nothing at the destination remembers the Message-ID: no retention to declare.
   keyRetentionSeconds: null,
+  // A Message-ID per revision: readback tells a revised email from the refused one's.
+  keyScope: 'revision',
   operations: { 'email.send': email },
   callTimeoutMs: 10_000,
   // The mailbox is searched in full (while nothing was pruned), and an SMTP transaction cut before its

@@ -31,6 +31,8 @@ export const natsJetStreamContract: DestinationContract = {
   name: 'nats-jetstream',
   mechanism: 'idempotency_key',
   keyRetentionSeconds: DECLARED_WINDOW_SECONDS,
+  // A Nats-Msg-Id per revision: the stream's duplicate window would otherwise drop a revision as a repeat.
+  keyScope: 'revision',
   operations: { 'event.publish': event },
   callTimeoutMs: 5_000,
   // Absence is read from the effect's own subject over the whole stream, and a late copy of our publish

@@ -32,6 +32,8 @@ export const ordersSqlContract: DestinationContract = {
   mechanism: 'transactional',
   // The key lives as long as its row: no expiry to declare.
   keyRetentionSeconds: null,
+  // A refused order commits nothing, so its key is free for the revision: one order per effect, whatever the revision.
+  keyScope: 'effect',
   operations: { 'order.create': order },
   callTimeoutMs: 5_000,
   // A retry either inserts or meets our own row on the unique key: a duplicate is impossible.
