@@ -6,8 +6,9 @@
 // the same JSON.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, Connection, type ConnectionOptions, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
+import { connectTemporalClient, resolveTemporalTarget, type TemporalTarget } from '../client/temporal-connection.js';
 import {
   captureHistory,
   eventTypes,
@@ -15,7 +16,6 @@ import {
   historyFileName,
   readHistoryFile,
 } from '../harness/histories/history-file.js';
-import { loadTemporalConfig } from '../workers/config.js';
 import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
 
 interface Options {
@@ -36,26 +36,40 @@ function positiveInt(value: string): number {
   return n;
 }
 
-function connectionOptions(o: Options): ConnectionOptions {
+/** The flags, over what the environment and the envconfig profile resolve (client/temporal-connection.ts). */
+function target(o: Options, resolved: TemporalTarget): TemporalTarget {
   const mtls =
     o.tlsCertPath && o.tlsKeyPath
       ? { clientCertPair: { crt: readFileSync(o.tlsCertPath), key: readFileSync(o.tlsKeyPath) } }
       : undefined;
-  const tls = mtls ?? (o.tls || o.apiKey ? true : undefined);
-  return { address: o.address, ...(tls ? { tls } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) };
+  const tls = mtls ?? (o.tls || o.apiKey ? true : resolved.connectionOptions.tls);
+  return {
+    ...resolved,
+    namespace: o.namespace,
+    connectionOptions: {
+      ...resolved.connectionOptions,
+      address: o.address,
+      ...(tls ? { tls } : {}),
+      ...(o.apiKey ? { apiKey: o.apiKey } : {}),
+    },
+  };
 }
 
-const config = loadTemporalConfig();
+const config = resolveTemporalTarget();
 const program = new Command('capture-history')
   .description('Export an effect workflow history (the workflow ID is the effect ID) as replayable JSON')
   .argument('<effectId>')
-  .option('--address <host:port>', 'Temporal frontend (env TEMPORAL_ADDRESS, else temporal.yaml)', config.address)
-  .option('--namespace <ns>', 'namespace (env TEMPORAL_NAMESPACE, else temporal.yaml)', config.namespace)
   .option(
-    '--api-key <key>',
-    'API key (Temporal Cloud); implies TLS (env TEMPORAL_API_KEY)',
-    process.env.TEMPORAL_API_KEY,
+    '--address <host:port>',
+    'Temporal frontend (env TEMPORAL_ADDRESS, else the envconfig profile, else temporal.yaml)',
+    config.connectionOptions.address,
   )
+  .option(
+    '--namespace <ns>',
+    'namespace (env TEMPORAL_NAMESPACE, else the profile, else temporal.yaml)',
+    config.namespace,
+  )
+  .option('--api-key <key>', 'API key (Temporal Cloud); implies TLS (default: env TEMPORAL_API_KEY or the profile)')
   .option('--tls', 'connect with TLS (server certificate checked against the system roots)')
   .option('--tls-cert-path <file>', 'client certificate for mTLS')
   .option('--tls-key-path <file>', 'client key for mTLS')
@@ -68,11 +82,11 @@ const program = new Command('capture-history')
   .option('--name <name>', 'the file name part after the version (default prod-<effectId>)')
   .option('--out <file>', 'write here instead of test/histories/v<version>.<name>.json')
   .action(async (effectId: string, o: Options) => {
-    const connection = await Connection.connect(connectionOptions(o));
+    const client = await connectTemporalClient(target(o, config));
     try {
       const out = o.out ?? join(HISTORIES_DIR, historyFileName(o.workflowVersion, o.name ?? `prod-${effectId}`));
       try {
-        await captureHistory(new Client({ connection, namespace: o.namespace }), effectId, out);
+        await captureHistory(client, effectId, out);
       } catch (error) {
         if (!(error instanceof WorkflowNotFoundError)) throw error;
         process.stderr.write(
@@ -83,7 +97,7 @@ const program = new Command('capture-history')
       }
       process.stdout.write(`${out} (${eventTypes(readHistoryFile(out)).length} events)\n`);
     } finally {
-      await connection.close();
+      await client.connection.close();
     }
   });
 await program.parseAsync();

@@ -10,10 +10,11 @@
 // Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict (or a revision refused), 4 not found,
 // 5 decision not accepted, 6 audit findings, 1 other.
 import { readFileSync } from 'node:fs';
-import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { validateEffectRequest } from '../client/effect-request.js';
+import { connectTemporalClient, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { isDecisionKind } from '../domain/decisions.js';
 import { EFFECT_STAGES, type EffectStage, isEffectStage } from '../domain/stages.js';
 import { arriveAtBarrier, BARRIER_ENV } from '../harness/barrier.js';
@@ -25,7 +26,7 @@ import {
   RevisionRefusedError,
 } from '../ledger/errors.js';
 import { formatTrail } from '../ledger/trail-format.js';
-import { destinationSettings, loadTemporalConfig, providerUrl } from '../workers/config.js';
+import { destinationSettings, providerUrl } from '../workers/config.js';
 import { audit, formatAudit } from './audit/audit.js';
 import { destinationRecords, realDestinationRecords } from './audit/destination-records.js';
 import { readRequestLog } from './audit/request-log.js';
@@ -41,17 +42,16 @@ interface Session {
 }
 
 async function openSession(): Promise<Session> {
-  const config = loadTemporalConfig();
+  const config = resolveTemporalTarget();
   // Lazy: `list` and the ledger half of `status` answer while Temporal is unreachable.
-  const connection = Connection.lazy({ address: config.address });
+  const client = await connectTemporalClient(config, { lazy: true });
   const ledger: Ledger = openLedger(databaseUrl(), { max: 2 });
-  const client = new Client({ connection, namespace: config.namespace });
   return {
     effects: new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue }),
     client,
     ledger,
     async close() {
-      await Promise.allSettled([connection.close(), ledger.close()]);
+      await Promise.allSettled([client.connection.close(), ledger.close()]);
     },
   };
 }

@@ -1,48 +1,13 @@
-// Runtime configuration: temporal.yaml for the Temporal footprint, environment variables for the
-// rest. Every process (worker, CLI, demo, tests) reads it through here so they cannot disagree.
-import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
-import { z } from 'zod';
+// Runtime configuration of the worker processes: temporal.yaml (read in the client layer, so backend
+// code reads the same file) and environment variables for the rest.
+export {
+  loadTemporalConfig,
+  projectRoot,
+  searchAttributeArgs,
+  type TemporalConfig,
+} from '../client/temporal-config.js';
+
 import type { DestinationSettings } from '../activities/destinations/registry.js';
-
-export const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-
-const temporalYaml = z.object({
-  address: z.string().min(1),
-  namespace: z.string().min(1),
-  taskQueue: z.string().min(1),
-  devServer: z.object({
-    ip: z.string().min(1),
-    port: z.number().int().positive(),
-    uiPort: z.number().int().positive(),
-    dbFilename: z.string().min(1),
-    logLevel: z.enum(['debug', 'info', 'warn', 'error']).default('warn'),
-  }),
-  searchAttributes: z.record(
-    z.string(),
-    z.enum(['Keyword', 'Text', 'Int', 'Double', 'Bool', 'Datetime', 'KeywordList']),
-  ),
-  cli: z.object({ version: z.string().regex(/^v\d+\.\d+\.\d+$/) }),
-});
-
-export type TemporalConfig = z.infer<typeof temporalYaml>;
-
-export function loadTemporalConfig(file = resolve(projectRoot, 'temporal.yaml')): TemporalConfig {
-  const parsed = temporalYaml.parse(parse(readFileSync(file, 'utf8')));
-  return {
-    ...parsed,
-    address: process.env.TEMPORAL_ADDRESS ?? parsed.address,
-    namespace: process.env.TEMPORAL_NAMESPACE ?? parsed.namespace,
-    taskQueue: process.env.TEMPORAL_TASK_QUEUE ?? parsed.taskQueue,
-  };
-}
-
-/** `--search-attribute` values for `temporal server start-dev`. */
-export function searchAttributeArgs(config: TemporalConfig): string[] {
-  return Object.entries(config.searchAttributes).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
-}
 
 /** Base URL of the provider simulator (both its keyed and key-less APIs live there). */
 export function providerUrl(): string {

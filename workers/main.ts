@@ -1,14 +1,15 @@
-// The worker process: `npm run worker`. Reads temporal.yaml, DATABASE_URL, EFFECT_LEDGER_PROVIDER_URL,
+// The worker process: `npm run worker`. Reaches Temporal as every process does (client/temporal-connection.ts:
+// TEMPORAL_* variables, an envconfig profile, temporal.yaml); reads DATABASE_URL, EFFECT_LEDGER_PROVIDER_URL,
 // EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow
 // is resumed). It also makes sure the ledger reconciler's schedule exists.
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { connectTemporalClient, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
-import { destinationSettings, loadTemporalConfig } from './config.js';
+import { destinationSettings } from './config.js';
 import { createEffectWorker } from './effect-worker.js';
 import { ensureReconcilerSchedule } from './ledger-reconciler.js';
+import { connectWorkerNative } from './temporal-worker-connection.js';
 
 // A database connection cut under a query (an operator's pg_terminate_backend, a failover) costs only the
 // activities that used it: they fail, and are retried or become UNKNOWN. A stray rejection the driver
@@ -34,13 +35,12 @@ process.on('unhandledRejection', (reason) => {
   throw reason;
 });
 
-const config = loadTemporalConfig();
+const config = resolveTemporalTarget();
 const reconcileEveryMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
 const ledger = openLedger(databaseUrl(), { max: 10 });
-const connection = await NativeConnection.connect({ address: config.address });
-const clientConnection = await Connection.connect({ address: config.address });
+const connection = await connectWorkerNative(config);
+const client = await connectTemporalClient(config);
 try {
-  const client = new Client({ connection: clientConnection, namespace: config.namespace });
   const effects = new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue });
   await ensureReconcilerSchedule(client, {
     taskQueue: config.taskQueue,
@@ -70,6 +70,6 @@ try {
   await worker.run();
   clearInterval(localPass);
 } finally {
-  await Promise.allSettled([connection.close(), clientConnection.close()]);
+  await Promise.allSettled([connection.close(), client.connection.close()]);
   await ledger.close();
 }

@@ -4,13 +4,13 @@
 //                       Temporal to start the workflow, the process SIGKILLs itself: the row is there, no run.
 //   CHAOS_DIE=race      a real approve(); the parent SIGKILLs this process as soon as the effects row appears
 //                       (the start may or may not have left by then).
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
+import { connectTemporalClient, resolveTemporalTarget } from '../../client/temporal-connection.js';
 import { databaseUrl, openLedger } from '../../ledger/db.js';
-import { loadTemporalConfig } from '../../workers/config.js';
 
 const request = JSON.parse(process.env.CHAOS_REQUEST ?? '{}') as unknown;
-const config = loadTemporalConfig();
+const config = resolveTemporalTarget();
 const ledger = openLedger(databaseUrl(), { max: 1 });
 let client: Client;
 if (process.env.CHAOS_DIE === 'at-start') {
@@ -20,10 +20,7 @@ if (process.env.CHAOS_DIE === 'at-start') {
   };
   client = { workflow: { start: die } } as unknown as Client;
 } else {
-  client = new Client({
-    connection: await Connection.connect({ address: config.address }),
-    namespace: config.namespace,
-  });
+  client = await connectTemporalClient(config);
 }
 const effects = new EffectLedgerClient({
   client,

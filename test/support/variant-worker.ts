@@ -7,12 +7,13 @@
 //                     automatic) leaves at once, without the fresh readback and the in-flight wait before it
 import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
-import { NativeConnection } from '@temporalio/worker';
 import { createDestinations } from '../../activities/destinations/registry.js';
+import { resolveTemporalTarget } from '../../client/temporal-connection.js';
 import type { DestinationAdapter, ReadbackResult } from '../../domain/destination-contract.js';
 import { databaseUrl, openLedger } from '../../ledger/db.js';
-import { loadTemporalConfig, providerUrl } from '../../workers/config.js';
+import { providerUrl } from '../../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../../workers/effect-worker.js';
+import { connectWorkerNative } from '../../workers/temporal-worker-connection.js';
 
 export const VARIANTS = ['key-from-run', 'key-from-attempt', 'title-readback', 'no-fresh-readback'] as const;
 export type Variant = (typeof VARIANTS)[number];
@@ -92,9 +93,9 @@ async function bundleWithoutFreshReadback() {
   });
 }
 
-const config = loadTemporalConfig();
+const config = resolveTemporalTarget();
 const ledger = openLedger(databaseUrl());
-const connection = await NativeConnection.connect({ address: config.address });
+const connection = await connectWorkerNative(config);
 try {
   const worker = await createEffectWorker({
     connection,
