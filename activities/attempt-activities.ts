@@ -1,15 +1,16 @@
 // The happy path in one activity execution: write the attempt (intent before send, committed on its own),
 // send the released package once, and record the answer. One provider call per execution: the workflow
 // runs this with maximumAttempts 1, and anything it cannot finish becomes UNKNOWN and a readback.
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
 import { stageAfterStepOutcome } from '../domain/stages.js';
 import { beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { recordEvidence } from '../ledger/progress.js';
-import { readAttempt } from '../ledger/trail.js';
+import { readAttempt, readEffect } from '../ledger/trail.js';
 import type { Destinations } from './destinations/registry.js';
 import type { AttemptRef } from './effect-activities.js';
+import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 
 /** Time kept back from the activity's deadline for writing the answer after the call. */
 const ANSWER_MARGIN_MS = 1000;
@@ -41,7 +42,15 @@ export type AttemptReport =
   /** Nothing written: no release row (an effect approved before releases were made at approval). */
   | { kind: 'unreleased' };
 
-export function createAttemptActivities({ db, destinations }: { db: LedgerDb; destinations: Destinations }) {
+export function createAttemptActivities({
+  db,
+  destinations,
+  metrics = NO_METRICS,
+}: {
+  db: LedgerDb;
+  destinations: Destinations;
+  metrics?: EffectMetrics;
+}) {
   return {
     /** → attempted → the provider's answer, recorded. Never throws for a provider outcome. */
     async attemptOnce(request: AttemptRequest): Promise<AttemptReport> {
@@ -71,7 +80,17 @@ export function createAttemptActivities({ db, destinations }: { db: LedgerDb; de
         idempotencyKey,
         startedAt: begun.attempt.startedAt.toISOString(),
       };
+      metrics.attempt(begun.release.destination);
       const outcome = await sendBeforeDeadline(begun.release, attempt, request.callTimeoutMs, deadline);
+      metrics.outcome(begun.release.destination, outcome.class);
+      // What the logs may say about a call: never the package or the provider's body (detail).
+      log.info('attempt answered', {
+        effectId: request.effectId,
+        destination: begun.release.destination,
+        attemptNumber: request.attemptNumber,
+        outcome: outcome.class,
+        httpStatus: outcome.httpStatus ?? null,
+      });
       const confirmed = outcome.class === 'confirmed' ? outcome : undefined;
       const recorded = await recordAnswer(db, {
         effectId: request.effectId,
@@ -103,6 +122,8 @@ export function createAttemptActivities({ db, destinations }: { db: LedgerDb; de
     async recordLostAnswer(effectId: string, step: string, attemptNumber: number, reason: string) {
       const row = await readAttempt(db, effectId, step, attemptNumber);
       if (!row) return null;
+      const effect = await readEffect(db, effectId);
+      if (effect) metrics.outcome(effect.destination, 'unknown');
       await recordEvidence(
         db,
         { effectId, step, attemptId: row.attemptId, kind: 'response', outcome: 'unknown', detail: { reason } },

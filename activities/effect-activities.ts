@@ -1,7 +1,7 @@
 // The effect workflow's activities. Ledger steps are idempotent and retried freely; the provider call
 // is one attempt per activity execution (the workflow sets maximumAttempts: 1) because a blind retry
 // after the request may have left is exactly the double effect we exist to prevent.
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import type { OutcomeClass } from '../domain/outcomes.js';
@@ -12,10 +12,13 @@ import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { recordAttempt, recordEvidence, releaseEffect } from '../ledger/progress.js';
 import { readEffect, readRelease } from '../ledger/trail.js';
 import type { Destinations } from './destinations/registry.js';
+import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 
 export interface ActivityDeps {
   db: LedgerDb;
   destinations: Destinations;
+  /** Counters per destination (attempts, outcomes, readbacks, decisions); none by default. */
+  metrics?: EffectMetrics;
 }
 
 export interface ReleaseResult {
@@ -49,7 +52,7 @@ function adapterFor(destinations: Destinations, name: string) {
   return adapter;
 }
 
-export function createEffectActivities({ db, destinations }: ActivityDeps) {
+export function createEffectActivities({ db, destinations, metrics = NO_METRICS }: ActivityDeps) {
   return {
     /** prepared → released: fixes the exact package from the approved payload (revision 1). */
     async releaseEffect(effectId: string, step: string): Promise<ReleaseResult> {
@@ -105,6 +108,8 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
         releaseRevision,
         workflowRunId: workflowExecution?.runId ?? 'outside-a-workflow',
       }).catch(invariantFailure);
+      const effect = await readEffect(db, effectId);
+      if (effect) metrics.attempt(effect.destination);
       return {
         effectId,
         step,
@@ -126,13 +131,21 @@ export function createEffectActivities({ db, destinations }: ActivityDeps) {
       const adapter = adapterFor(destinations, found.destination);
       // The exact released package leaves, never a re-derivation of it.
       const pkg = found.release.package as ReleasedPackage;
-      return adapter.send({
+      const outcome = await adapter.send({
         effectId: attempt.effectId,
         idempotencyKey: attempt.idempotencyKey,
         operation: found.operation,
         package: pkg,
         timeoutMs,
       });
+      metrics.outcome(found.destination, outcome.class);
+      log.info('attempt answered', {
+        effectId: attempt.effectId,
+        destination: found.destination,
+        attemptNumber: attempt.attemptNumber,
+        outcome: outcome.class,
+      });
+      return outcome;
     },
 
     /** Writes the provider's answer to an attempt, the fact when it confirms, and the next stage. */

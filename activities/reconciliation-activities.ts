@@ -1,6 +1,6 @@
 // Activities of an effect frozen in UNKNOWN: readback (reads only, never writes to the destination),
 // human decisions, and checking a human's evidence against the destination.
-import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
 import type { Decision } from '../domain/decisions.js';
 import type {
   DestinationContract,
@@ -11,8 +11,9 @@ import type {
 import { type EffectStage, stageAfterStepFound } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { type DecisionInput, recordDecision, recordEvidence } from '../ledger/progress.js';
-import { lastAttemptStartedAt, readRelease } from '../ledger/trail.js';
+import { lastAttemptStartedAt, readEffect, readRelease } from '../ledger/trail.js';
 import type { Destinations } from './destinations/registry.js';
+import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 
 export interface ReadbackTarget {
   effectId: string;
@@ -31,7 +32,28 @@ export type ConfirmOutcome =
   | { accepted: true; externalId: string; externalUrl?: string }
   | { accepted: false; reason: string };
 
-export function createReconciliationActivities({ db, destinations }: { db: LedgerDb; destinations: Destinations }) {
+export function createReconciliationActivities({
+  db,
+  destinations,
+  metrics = NO_METRICS,
+}: {
+  db: LedgerDb;
+  destinations: Destinations;
+  metrics?: EffectMetrics;
+}) {
+  /** Records a decision and counts it under its effect's destination. */
+  async function decided(decision: DecisionInput, stage?: EffectStage): Promise<void> {
+    await recordDecision(db, decision, stage);
+    const effect = await readEffect(db, decision.effectId);
+    metrics.decision(effect?.destination ?? 'unknown', decision.kind, decision.accepted);
+    log.info('decision recorded', {
+      effectId: decision.effectId,
+      decision: decision.kind,
+      accepted: decision.accepted,
+      actor: decision.actor,
+    });
+  }
+
   async function prepare(target: ReadbackTarget) {
     const found = await readRelease(db, target.effectId, target.releaseRevision, target.step);
     if (!found)
@@ -117,11 +139,18 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
           confirmedBy: 'readback',
         },
       );
+      metrics.readback(destination, result.outcome);
+      log.info('readback recorded', {
+        effectId: target.effectId,
+        destination,
+        verdict: result.outcome,
+        coverage: result.coverage,
+      });
       return result;
     },
 
     async recordDecision(decision: DecisionInput, stage?: EffectStage): Promise<void> {
-      await recordDecision(db, decision, stage);
+      await decided(decision, stage);
     },
 
     /**
@@ -146,7 +175,7 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
         accepted: false,
       };
       const refuse = async (reason: string): Promise<ConfirmOutcome> => {
-        await recordDecision(db, { ...base, rejectionReason: reason });
+        await decided({ ...base, rejectionReason: reason });
         return { accepted: false, reason };
       };
       let named = decision.externalId;
@@ -188,7 +217,7 @@ export function createReconciliationActivities({ db, destinations }: { db: Ledge
         stageAfterStepFound(target.lastStep),
         { destination, externalId, externalUrl: externalUrl ?? null, occurredAt, confirmedBy: 'human' },
       );
-      await recordDecision(db, { ...base, accepted: true });
+      await decided({ ...base, accepted: true });
       return { accepted: true, externalId, externalUrl };
     },
   };

@@ -21,6 +21,8 @@ export interface WorkerProcessOptions {
 
 export interface WorkerProcess {
   child: ChildProcess;
+  /** Everything it has written to stdout and stderr so far. */
+  output(): string;
   kill(): Promise<void>;
 }
 
@@ -36,9 +38,9 @@ export async function startWorkerProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let seen = '';
   // The SDK logs the worker's state changes; RUNNING means it polls the task queue.
   await new Promise<void>((resolve, reject) => {
-    let seen = '';
     const onData = (chunk: Buffer) => {
       seen += chunk.toString();
       if (/state: 'RUNNING'|RUNNING/.test(seen)) {
@@ -54,6 +56,7 @@ export async function startWorkerProcess(
   });
   return {
     child,
+    output: () => seen,
     async kill() {
       child.kill('SIGKILL');
       await exited;

@@ -1,15 +1,26 @@
-// The worker process: `npm run worker`. Reaches Temporal as every process does (client/temporal-connection.ts:
-// TEMPORAL_* variables, an envconfig profile, temporal.yaml); reads DATABASE_URL, EFFECT_LEDGER_PROVIDER_URL,
-// EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow
-// is resumed). It also makes sure the ledger reconciler's schedule exists.
+// The worker process: `npm run worker`, or `effect-ledger-worker` from the package. Reaches Temporal as
+// every process does (client/temporal-connection.ts: TEMPORAL_* variables, an envconfig profile,
+// temporal.yaml). Reads DATABASE_URL (the ledger, as the runtime role), EFFECT_LEDGER_PROVIDER_URL,
+// EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow is
+// resumed), EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
+// EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
+// endpoints; off when unset). It also makes sure the ledger reconciler's schedule exists. docs/deploy.md.
+import type { LogLevel } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
-import { connectTemporalClient, resolveTemporalTarget } from '../client/temporal-connection.js';
+import { connectTemporalClient, describeTarget, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
 import { destinationSettings } from './config.js';
 import { createEffectWorker } from './effect-worker.js';
 import { ensureReconcilerSchedule } from './ledger-reconciler.js';
+import { createWorkerMetrics, serveMetrics } from './metrics.js';
+import { installWorkerRuntime } from './runtime.js';
 import { connectWorkerNative } from './temporal-worker-connection.js';
+
+const logger = installWorkerRuntime({
+  logLevel: (process.env.EFFECT_LEDGER_LOG_LEVEL?.toUpperCase() as LogLevel | undefined) ?? 'INFO',
+  sdkMetricsAddress: process.env.EFFECT_LEDGER_SDK_METRICS_ADDRESS,
+});
 
 // A database connection cut under a query (an operator's pg_terminate_backend, a failover) costs only the
 // activities that used it: they fail, and are retried or become UNKNOWN. A stray rejection the driver
@@ -29,7 +40,7 @@ const CONNECTION_LOST = new Set([
 process.on('unhandledRejection', (reason) => {
   const code = (reason as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && CONNECTION_LOST.has(code)) {
-    process.stderr.write(`${JSON.stringify({ level: 'warn', msg: 'ledger connection lost under a query', code })}\n`);
+    logger.warn('ledger connection lost under a query', { code });
     return;
   }
   throw reason;
@@ -38,6 +49,12 @@ process.on('unhandledRejection', (reason) => {
 const config = resolveTemporalTarget();
 const reconcileEveryMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
 const ledger = openLedger(databaseUrl(), { max: 10 });
+const metrics = createWorkerMetrics(ledger.db);
+if (process.env.EFFECT_LEDGER_METRICS_ADDRESS) {
+  const { address } = await serveMetrics(metrics.registry, process.env.EFFECT_LEDGER_METRICS_ADDRESS);
+  logger.info('metrics endpoint listening', { url: `http://${address}/metrics` });
+}
+logger.info('connecting to Temporal', { target: describeTarget(config) });
 const connection = await connectWorkerNative(config);
 const client = await connectTemporalClient(config);
 try {
@@ -54,15 +71,14 @@ try {
     db: ledger.db,
     destinations: createDestinations(destinationSettings()),
     effects,
+    metrics: metrics.effects,
   });
   // The same pass from every worker process on a timer as well: the schedule is what operators see, but in
   // one chaos seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent.
   const olderThanMs = Math.min(30_000, reconcileEveryMs);
   const localPass = setInterval(() => {
     effects.resumeStranded(olderThanMs).catch((error: unknown) => {
-      process.stderr.write(
-        `${JSON.stringify({ level: 'warn', msg: 'ledger reconciler pass failed', error: String(error) })}\n`,
-      );
+      logger.warn('ledger reconciler pass failed', { error });
     });
   }, reconcileEveryMs);
   localPass.unref();

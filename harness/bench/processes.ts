@@ -18,8 +18,8 @@ export async function startBareWorkerProcess(stack: Stack, taskQueue: string): P
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let seen = '';
   await new Promise<void>((resolve, reject) => {
-    let seen = '';
     const onData = (chunk: Buffer) => {
       seen = (seen + chunk.toString()).slice(-4000);
       if (seen.includes('RUNNING')) resolve();
@@ -30,6 +30,7 @@ export async function startBareWorkerProcess(stack: Stack, taskQueue: string): P
   });
   return {
     child,
+    output: () => seen,
     async kill() {
       child.kill('SIGKILL');
       await exited;

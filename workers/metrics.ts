@@ -1,0 +1,118 @@
+// effect-ledger's own Prometheus metrics (prom-client), served by the worker process when
+// EFFECT_LEDGER_METRICS_ADDRESS is set. The SDK runtime's metrics (workflow/activity task latencies,
+// poller counts, schedule-to-start) are Core's own endpoint: EFFECT_LEDGER_SDK_METRICS_ADDRESS (runtime.ts).
+//   effect_ledger_effects{stage}                        gauge, read from the ledger at each scrape
+//   effect_ledger_oldest_unknown_age_seconds            gauge, ledger: the oldest effect waiting in UNKNOWN
+//   effect_ledger_attempts_total{destination}           counter: attempt rows written (a request may leave)
+//   effect_ledger_outcomes_total{destination,outcome}   counter: provider calls classified
+//   effect_ledger_readbacks_total{destination,verdict}  counter: readbacks recorded
+//   effect_ledger_decisions_total{destination,decision,accepted}  counter: decisions recorded
+// The gauges are the ledger's, the same from every worker: aggregate them with max(), not sum().
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { EffectMetrics } from '../activities/effect-metrics.js';
+import { EFFECT_STAGES } from '../domain/stages.js';
+import { type StageCensus, stageCensus } from '../ledger/census.js';
+import type { LedgerDb } from '../ledger/db.js';
+
+export interface WorkerMetrics {
+  registry: Registry;
+  /** What the activities count (passed to createEffectWorker as `metrics`). */
+  effects: EffectMetrics;
+}
+
+export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // prom-client collects every metric of a scrape at once: both gauges share one ledger read.
+  let reading: Promise<StageCensus> | undefined;
+  const census = () => {
+    reading ??= stageCensus(db).finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+  new Gauge({
+    name: 'effect_ledger_effects',
+    help: 'Effects in the ledger by stage (read from the ledger at each scrape; the same from every worker)',
+    labelNames: ['stage'],
+    registers: [registry],
+    async collect() {
+      const { byStage } = await census();
+      for (const stage of EFFECT_STAGES) this.set({ stage }, byStage[stage] ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'effect_ledger_oldest_unknown_age_seconds',
+    help: 'Age of the oldest effect in UNKNOWN: nothing is sent until readback evidence or a person settles it (0 when none)',
+    registers: [registry],
+    async collect() {
+      const { oldestUnknownSince } = await census();
+      this.set(oldestUnknownSince ? Math.max(0, (Date.now() - oldestUnknownSince.getTime()) / 1000) : 0);
+    },
+  });
+  const attempts = new Counter({
+    name: 'effect_ledger_attempts_total',
+    help: 'Attempt rows written (intent before send): a request may leave',
+    labelNames: ['destination'],
+    registers: [registry],
+  });
+  const outcomes = new Counter({
+    name: 'effect_ledger_outcomes_total',
+    help: 'Provider calls by outcome class (not_sent, confirmed, rejected, unknown)',
+    labelNames: ['destination', 'outcome'],
+    registers: [registry],
+  });
+  const readbacks = new Counter({
+    name: 'effect_ledger_readbacks_total',
+    help: 'Readbacks recorded, by verdict (found, absent, inconclusive)',
+    labelNames: ['destination', 'verdict'],
+    registers: [registry],
+  });
+  const decisions = new Counter({
+    name: 'effect_ledger_decisions_total',
+    help: 'Decisions recorded, accepted or refused',
+    labelNames: ['destination', 'decision', 'accepted'],
+    registers: [registry],
+  });
+  return {
+    registry,
+    effects: {
+      attempt: (destination) => attempts.inc({ destination }),
+      outcome: (destination, outcome) => outcomes.inc({ destination, outcome }),
+      readback: (destination, verdict) => readbacks.inc({ destination, verdict }),
+      decision: (destination, decision, accepted) =>
+        decisions.inc({ destination, decision, accepted: String(accepted) }),
+    },
+  };
+}
+
+/** Splits "host:port" (IPv6 as "[::1]:9464"); a bare port binds 127.0.0.1. */
+export function parseBindAddress(address: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(address) ?? /^()()(\d+)$/.exec(address);
+  if (!match) throw new Error(`expected host:port, got ${JSON.stringify(address)}`);
+  return { host: match[1] || match[2] || '127.0.0.1', port: Number(match[3]) };
+}
+
+/** Serves GET /metrics; port 0 picks a free port (the returned address says which). */
+export async function serveMetrics(registry: Registry, address: string): Promise<{ address: string; server: Server }> {
+  const { host, port } = parseBindAddress(address);
+  const server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404).end();
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(String(error)),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, resolve);
+  });
+  server.unref();
+  const bound = server.address() as AddressInfo;
+  return { address: `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`, server };
+}
