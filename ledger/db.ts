@@ -8,8 +8,17 @@ export type LedgerDb = PostgresJsDatabase<typeof schema>;
 /** The ledger database every process opens unless DATABASE_URL names another. */
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/effect_ledger';
 
+/**
+ * What the running processes use (workers, the CLI, backend code): in a deployment a member of
+ * effect_ledger_runtime (migration 0007), which can read, insert and move a stage, and nothing more.
+ */
 export function databaseUrl(): string {
   return process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+}
+
+/** The ledger's owner, for migrations only: DATABASE_OWNER_URL, else DATABASE_URL (one superuser, locally). */
+export function ownerDatabaseUrl(): string {
+  return process.env.DATABASE_OWNER_URL ?? databaseUrl();
 }
 
 export interface Ledger {

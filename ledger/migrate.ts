@@ -1,11 +1,11 @@
 // Applies the committed drizzle-kit migrations, creating the database first when it does not exist.
-// Usage: tsx ledger/migrate.ts   (DATABASE_URL selects the server and database)
+// Usage: tsx ledger/migrate.ts   (DATABASE_OWNER_URL, else DATABASE_URL, selects the server, database and owner)
 
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
-import { databaseUrl, openLedger } from './db.js';
+import { openLedger, ownerDatabaseUrl } from './db.js';
 
 const migrationsFolder = resolve(dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -28,7 +28,7 @@ export async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
-export async function migrateLedger(url: string = databaseUrl()): Promise<void> {
+export async function migrateLedger(url: string = ownerDatabaseUrl()): Promise<void> {
   await ensureDatabase(url);
   const ledger = openLedger(url, { max: 1 });
   try {
@@ -40,5 +40,5 @@ export async function migrateLedger(url: string = databaseUrl()): Promise<void> 
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   await migrateLedger();
-  process.stdout.write(`ledger migrated: ${new URL(databaseUrl()).pathname.slice(1)}\n`);
+  process.stdout.write(`ledger migrated: ${new URL(ownerDatabaseUrl()).pathname.slice(1)}\n`);
 }

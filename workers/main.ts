@@ -1,6 +1,7 @@
 // The worker process: `npm run worker`, or `effect-ledger-worker` from the package. Reaches Temporal as
 // every process does (client/temporal-connection.ts: TEMPORAL_* variables, an envconfig profile,
 // temporal.yaml). Reads DATABASE_URL (the ledger, as the runtime role), EFFECT_LEDGER_PROVIDER_URL,
+// EFFECT_LEDGER_CREDENTIAL_<DESTINATION>[_FILE] (each destination's credential; config.ts),
 // EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow is
 // resumed), EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus

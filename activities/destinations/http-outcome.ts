@@ -92,6 +92,11 @@ export function classifyErrorStatus(status: number, body: unknown, retryAfter: s
   };
 }
 
+/** The header a destination's credential travels in; none without a credential. */
+export function bearer(credential: string | undefined): Record<string, string> {
+  return credential ? { authorization: `Bearer ${credential}` } : {};
+}
+
 export interface JsonExchange {
   status: number;
   headers: Headers;

@@ -13,12 +13,17 @@ export interface ReadBounds {
 export async function getJson<T>(
   url: string,
   bounds: ReadBounds = {},
+  /** The destination's credential header, when it has one (never logged, never in an error message). */
+  headers: Record<string, string> = {},
   timeoutMs = 10_000,
 ): Promise<{ status: 200; body: T } | { status: 404 }> {
   let response: Response;
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    response = await fetch(url, { signal: bounds.signal ? AbortSignal.any([timeout, bounds.signal]) : timeout });
+    response = await fetch(url, {
+      headers,
+      signal: bounds.signal ? AbortSignal.any([timeout, bounds.signal]) : timeout,
+    });
   } catch (error) {
     throw new ProviderReadError(`GET ${url} failed: ${(error as Error).message}`);
   }

@@ -12,7 +12,7 @@ import type {
   SendOutcome,
 } from '../../domain/destination-contract.js';
 import { foreignBodyVerdict, isExactObject, isForeignBody, type StampedObject } from './exact-match.js';
-import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
+import { bearer, classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson, objectIdFromUrl } from './http-read.js';
 
 const refund = z
@@ -84,14 +84,16 @@ interface ProviderObject extends StampedObject {
 
 const READBACK_PAGE_LIMIT = 10;
 
-export function keyedApi(baseUrl: string): DestinationAdapter {
+/** `credential`: the API key, from the worker's environment or a file (never from a payload). */
+export function keyedApi(baseUrl: string, credential?: string): DestinationAdapter {
+  const auth = bearer(credential);
   return {
     ...keyedApiContract,
     async send({ idempotencyKey, package: pkg, timeoutMs }): Promise<SendOutcome> {
       const answer = await postJson(
         `${baseUrl}/v1/objects`,
         pkg.body,
-        { 'idempotency-key': idempotencyKey },
+        { ...auth, 'idempotency-key': idempotencyKey },
         timeoutMs,
       );
       if (isOutcome(answer)) return answer;
@@ -119,6 +121,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
       const byKey = await getJson<{ status: string; object_id: string | null }>(
         `${baseUrl}/v1/idempotency_keys/${encodeURIComponent(request.idempotencyKey)}`,
         request,
+        auth,
       );
       if (byKey.status === 200 && byKey.body.status === 'in_flight') {
         return {
@@ -128,7 +131,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
         };
       }
       if (byKey.status === 200 && byKey.body.object_id) {
-        const object = await getJson<ProviderObject>(url(byKey.body.object_id), request);
+        const object = await getJson<ProviderObject>(url(byKey.body.object_id), request, auth);
         if (object.status === 200 && isExactObject(object.body, request)) {
           return {
             outcome: 'found',
@@ -150,6 +153,7 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
         const listed = await getJson<{ data: ProviderObject[]; has_more: boolean }>(
           `${baseUrl}/v1/objects?${query}`,
           request,
+          auth,
         );
         if (listed.status === 404) throw new Error('object listing is missing at the provider');
         scanned += listed.body.data.length;
@@ -191,7 +195,11 @@ export function keyedApi(baseUrl: string): DestinationAdapter {
     objectUrlShape: `${baseUrl}/v1/objects/<id>`,
 
     async lookup(externalId, request): Promise<LookupResult> {
-      const found = await getJson<ProviderObject>(`${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`, request);
+      const found = await getJson<ProviderObject>(
+        `${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`,
+        request,
+        auth,
+      );
       if (found.status === 404) return { exists: false };
       return {
         exists: true,

@@ -24,6 +24,8 @@ export interface DestinationSettings {
   jetstream?: JetStreamSettings;
   /** The user's orders database behind orders-sql (never the ledger's). */
   ordersDatabaseUrl?: string;
+  /** The HTTP destinations' credentials by name, from the worker's environment or files (workers/config.ts). */
+  credentials?: Readonly<Record<string, string | undefined>>;
 }
 
 export type Destinations = Readonly<Record<string, DestinationAdapter>>;
@@ -31,8 +33,8 @@ export type Destinations = Readonly<Record<string, DestinationAdapter>>;
 /** An effect for a destination left unconfigured fails loudly in the worker (no adapter), never silently. */
 export function createDestinations(settings: DestinationSettings): Destinations {
   return {
-    [keyedApiContract.name]: keyedApi(settings.providerUrl),
-    [socialFeedContract.name]: socialFeed(settings.providerUrl),
+    [keyedApiContract.name]: keyedApi(settings.providerUrl, settings.credentials?.[keyedApiContract.name]),
+    [socialFeedContract.name]: socialFeed(settings.providerUrl, settings.credentials?.[socialFeedContract.name]),
     ...(settings.email && { [emailSmtpContract.name]: emailSmtp(settings.email) }),
     ...(settings.jetstream && { [natsJetStreamContract.name]: natsJetStream(settings.jetstream) }),
     ...(settings.ordersDatabaseUrl && { [ordersSqlContract.name]: ordersSql(settings.ordersDatabaseUrl) }),

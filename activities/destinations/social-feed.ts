@@ -12,7 +12,7 @@ import type {
 } from '../../domain/destination-contract.js';
 import { cutText } from '../../domain/storable.js';
 import { foreignBodyVerdict, isExactObject, isForeignBody, type StampedObject } from './exact-match.js';
-import { classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
+import { bearer, classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
 import { getJson, objectIdFromUrl } from './http-read.js';
 
 const post = z
@@ -61,13 +61,15 @@ export const socialFeedContract: DestinationContract = {
 
 const MAX_PAGES = Math.ceil(DOCUMENTED_LIST_LIMIT / PAGE_SIZE);
 
-export function socialFeed(baseUrl: string): DestinationAdapter {
+/** `credential`: the feed's access token, from the worker's environment or a file (never from a payload). */
+export function socialFeed(baseUrl: string, credential?: string): DestinationAdapter {
+  const auth = bearer(credential);
   const postUrl = (id: string) => `${baseUrl}/social/v1/posts/${id}`;
   return {
     ...socialFeedContract,
     async send({ package: pkg, timeoutMs }): Promise<SendOutcome> {
       // No Idempotency-Key: this provider ignores it, and sending one would suggest a protection that is not there.
-      const answer = await postJson(`${baseUrl}/social/v1/posts`, pkg.body, {}, timeoutMs);
+      const answer = await postJson(`${baseUrl}/social/v1/posts`, pkg.body, auth, timeoutMs);
       if (isOutcome(answer)) return answer;
       const { status, headers, body } = answer;
       if (status >= 200 && status < 300) {
@@ -107,6 +109,7 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
           await getJson(
             `${baseUrl}/social/v1/posts?page_size=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
             request,
+            auth,
           );
         if (listed.status === 404) throw new Error('post listing is missing at the provider');
         scanned += listed.body.data.length;
@@ -157,7 +160,7 @@ export function socialFeed(baseUrl: string): DestinationAdapter {
     objectUrlShape: postUrl('<id>'),
 
     async lookup(externalId, request): Promise<LookupResult> {
-      const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)), request);
+      const found = await getJson<Post>(postUrl(encodeURIComponent(externalId)), request, auth);
       if (found.status === 404) return { exists: false };
       return {
         exists: true,
