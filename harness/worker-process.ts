@@ -15,6 +15,8 @@ export type WorkerStack = Pick<Stack, 'databaseUrl' | 'namespace' | 'taskQueue'>
 export interface WorkerProcessOptions {
   /** Another worker entry (a test-only variant); default workers/main.ts. */
   entry?: string;
+  /** An executable to run instead of an entry under tsx (the packaged `effect-ledger-worker`). */
+  command?: string;
   /** Extra environment, e.g. DATABASE_URL with an application_name. */
   env?: NodeJS.ProcessEnv;
 }
@@ -32,7 +34,9 @@ export async function startWorkerProcess(
   options: WorkerProcessOptions = {},
 ): Promise<WorkerProcess> {
   // Tied to us: a worker never outlives the test, chaos run or cluster script that started it.
-  const [file, args] = tiedCommand(process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]);
+  const [file, args] = options.command
+    ? tiedCommand(options.command, [])
+    : tiedCommand(process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]);
   const child = spawn(file, args, {
     env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // effect: the command-line face of the backend API.
 //   effect approve [file|-]        approve the effect described by a JSON request (stdin by default)
 //   effect status ID               the ledger trail and the workflow's live view

@@ -59,7 +59,8 @@ describe('layers', () => {
 
   test('every top-level folder with code is a declared layer', () => {
     const folders = readdirSync(root).filter(
-      (name) => !name.startsWith('.') && name !== 'node_modules' && statSync(join(root, name)).isDirectory(),
+      (name) =>
+        !name.startsWith('.') && !['node_modules', 'dist'].includes(name) && statSync(join(root, name)).isDirectory(),
     );
     const withCode = folders.filter((name) => sources(name).length > 0);
     assert.deepEqual(

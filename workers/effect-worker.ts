@@ -1,5 +1,6 @@
 // Builds the worker that hosts the effect workflow and its activities. The process entry (main.ts),
 // the demo and the tests all build it here, so they run the same code.
+import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type BundleOptions,
@@ -13,7 +14,10 @@ import { type ActivityDeps, createActivities } from '../activities/index.js';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { createReconcilerActivities } from './ledger-reconciler.js';
 
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+// index.ts beside this module's source under tsx; index.js beside the compiled package's module.
+export const workflowsPath = fileURLToPath(
+  new URL(`../workflows/index${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
+);
 
 /**
  * Bundles the workflow code once; tests and the demo reuse the bundle across workers. The replay test

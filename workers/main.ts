@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // The worker process: `npm run worker`, or `effect-ledger-worker` from the package. Reaches Temporal as
 // every process does (client/temporal-connection.ts: TEMPORAL_* variables, an envconfig profile,
 // temporal.yaml). Reads DATABASE_URL (the ledger, as the runtime role), EFFECT_LEDGER_PROVIDER_URL,

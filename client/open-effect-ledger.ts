@@ -1,0 +1,41 @@
+// Backend code in a few lines: the Temporal target (TEMPORAL_* variables, an envconfig profile,
+// temporal.yaml) and the ledger (DATABASE_URL, the runtime role) resolved as the worker resolves them.
+//
+//   const ledger = await openEffectLedger();
+//   await ledger.effects.approve({ effectId: 'refund:A-1', destination: 'keyed-api', ... });
+//   await ledger.close();
+import type { Client } from '@temporalio/client';
+import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
+import { EffectLedgerClient, type EffectLedgerClientOptions } from './effect-ledger-client.js';
+import { connectTemporalClient, resolveTemporalTarget, type TemporalTarget } from './temporal-connection.js';
+
+export interface OpenEffectLedgerOptions extends Partial<Omit<EffectLedgerClientOptions, 'client' | 'db'>> {
+  /** Default DATABASE_URL. */
+  databaseUrl?: string;
+  /** Default resolveTemporalTarget(). */
+  target?: TemporalTarget;
+  /** Connect to Temporal on first use, so ledger-only reads answer while it is unreachable. */
+  lazy?: boolean;
+}
+
+export interface OpenedEffectLedger {
+  effects: EffectLedgerClient;
+  client: Client;
+  ledger: Ledger;
+  close(): Promise<void>;
+}
+
+export async function openEffectLedger(options: OpenEffectLedgerOptions = {}): Promise<OpenedEffectLedger> {
+  const { databaseUrl: url = databaseUrl(), target = resolveTemporalTarget(), lazy, ...clientOptions } = options;
+  const client = await connectTemporalClient(target, { lazy });
+  const ledger = openLedger(url);
+  const effects = new EffectLedgerClient({ taskQueue: target.taskQueue, ...clientOptions, client, db: ledger.db });
+  return {
+    effects,
+    client,
+    ledger,
+    async close() {
+      await Promise.allSettled([client.connection.close(), ledger.close()]);
+    },
+  };
+}
