@@ -1,6 +1,6 @@
 // Starts a Temporal dev server (server + Web UI in one process) as temporal.yaml describes it, with
-// our search attributes registered. The Temporal testing package owns the child process, so it
-// stops with us.
+// our search attributes registered. The Temporal testing package owns the child process and stops it
+// on teardown; the reaper stops it when we die without one (SIGKILL).
 
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -8,6 +8,7 @@ import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { loadTemporalConfig, projectRoot, searchAttributeArgs, type TemporalConfig } from '../workers/config.js';
+import { childProcessesMatching, reapWithUs } from './reaper.js';
 import { locateTemporalCli } from './temporal-cli.js';
 
 export interface DevServerOptions {
@@ -70,6 +71,8 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<Te
       extraArgs: searchAttributeArgs(config),
     },
   });
+  const port = env.address.split(':').pop() ?? '';
+  for (const pid of childProcessesMatching('start-dev', `--port ${port}`)) reapWithUs(pid);
   await ensureSearchAttributes(env.connection, config);
   return env;
 }

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { tiedCommand } from './cluster/processes.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
+import { reapWithUs } from './reaper.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 
@@ -41,6 +42,7 @@ export async function startWorkerProcess(
     env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  reapWithUs(child.pid);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let seen = '';
   // The SDK logs the worker's state changes; RUNNING means it polls the task queue.

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type Stack, stackEnvironment } from '../local-stack.js';
+import { reapWithUs } from '../reaper.js';
 import type { WorkerProcess } from '../worker-process.js';
 
 const entry = fileURLToPath(new URL('./bare-worker.ts', import.meta.url));
@@ -17,6 +18,7 @@ export async function startBareWorkerProcess(stack: Stack, taskQueue: string): P
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  reapWithUs(child.pid);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let seen = '';
   await new Promise<void>((resolve, reject) => {
