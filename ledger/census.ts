@@ -1,7 +1,8 @@
 // What an operator's dashboard reads from the ledger on every scrape: how many effects stand in each
-// stage, and how long the oldest frozen one has waited. Two indexed aggregate queries (effects_stage_idx).
-import { asc, count, eq, min } from 'drizzle-orm';
-import type { EffectStage } from '../domain/stages.js';
+// stage, how long the oldest frozen one has waited, and how long the oldest one that should be moving on
+// its own has not moved. Three indexed aggregate queries (effects_stage_idx).
+import { asc, count, eq, inArray, min } from 'drizzle-orm';
+import { EFFECT_STAGES, type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
 import { effects } from './schema.js';
 
@@ -9,18 +10,28 @@ export interface StageCensus {
   byStage: Partial<Record<EffectStage, number>>;
   /** When the longest-waiting effect in UNKNOWN got there (nothing is sent until evidence or a person settles it). */
   oldestUnknownSince: Date | null;
+  /** When the longest-unmoved effect that is neither terminal nor in UNKNOWN entered its stage. */
+  oldestUnsettledSince: Date | null;
 }
 
+/** Stages an effect passes through on its own, within a call timeout or a retry delay. */
+const UNSETTLED_STAGES = EFFECT_STAGES.filter((stage) => !isTerminal(stage) && stage !== 'unknown');
+
 export async function stageCensus(db: LedgerDb): Promise<StageCensus> {
-  const [rows, [oldest]] = await Promise.all([
+  const [rows, [oldest], [unsettled]] = await Promise.all([
     db.select({ stage: effects.stage, n: count() }).from(effects).groupBy(effects.stage).orderBy(asc(effects.stage)),
     db
       .select({ since: min(effects.stageChangedAt) })
       .from(effects)
       .where(eq(effects.stage, 'unknown')),
+    db
+      .select({ since: min(effects.stageChangedAt) })
+      .from(effects)
+      .where(inArray(effects.stage, UNSETTLED_STAGES)),
   ]);
   return {
     byStage: Object.fromEntries(rows.map((r) => [r.stage, r.n])),
     oldestUnknownSince: oldest?.since ?? null,
+    oldestUnsettledSince: unsettled?.since ?? null,
   };
 }

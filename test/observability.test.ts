@@ -105,6 +105,7 @@ describe('observability of a worker process', { timeout: 300_000 }, () => {
         'effect_ledger_effects{stage="abandoned"}': 1,
         'effect_ledger_effects{stage="unknown"}': 0,
         effect_ledger_oldest_unknown_age_seconds: 0,
+        effect_ledger_oldest_unsettled_age_seconds: 0,
         'effect_ledger_attempts_total{destination="keyed-api"}': 2,
         'effect_ledger_attempts_total{destination="social-feed"}': 1,
         'effect_ledger_outcomes_total{destination="keyed-api",outcome="confirmed"}': 1,

@@ -3,6 +3,8 @@
 // poller counts, schedule-to-start) are Core's own endpoint: EFFECT_LEDGER_SDK_METRICS_ADDRESS (runtime.ts).
 //   effect_ledger_effects{stage}                        gauge, read from the ledger at each scrape
 //   effect_ledger_oldest_unknown_age_seconds            gauge, ledger: the oldest effect waiting in UNKNOWN
+//   effect_ledger_oldest_unsettled_age_seconds          gauge, ledger: the oldest effect neither terminal nor
+//                                                       in UNKNOWN (it should move on its own within minutes)
 //   effect_ledger_attempts_total{destination}           counter: attempt rows written (a request may leave)
 //   effect_ledger_outcomes_total{destination,outcome}   counter: provider calls classified
 //   effect_ledger_readbacks_total{destination,verdict}  counter: readbacks recorded
@@ -49,7 +51,15 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
     registers: [registry],
     async collect() {
       const { oldestUnknownSince } = await census();
-      this.set(oldestUnknownSince ? Math.max(0, (Date.now() - oldestUnknownSince.getTime()) / 1000) : 0);
+      this.set(ageSeconds(oldestUnknownSince));
+    },
+  });
+  new Gauge({
+    name: 'effect_ledger_oldest_unsettled_age_seconds',
+    help: 'Age in its stage of the oldest effect neither terminal nor in UNKNOWN (prepared, released, attempted, reconciled): these move on their own, so a large value means stuck (0 when none)',
+    registers: [registry],
+    async collect() {
+      this.set(ageSeconds((await census()).oldestUnsettledSince));
     },
   });
   const attempts = new Counter({
@@ -87,6 +97,8 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
     },
   };
 }
+
+const ageSeconds = (since: Date | null) => (since ? Math.max(0, (Date.now() - since.getTime()) / 1000) : 0);
 
 /** Splits "host:port" (IPv6 as "[::1]:9464"); a bare port binds 127.0.0.1. */
 export function parseBindAddress(address: string): { host: string; port: number } {
