@@ -13,6 +13,8 @@ let reaper: ChildProcess | undefined;
 
 /** Stops process `pid` once this process has gone, unless it has ended by then. */
 export function reapWithUs(pid: number | undefined): void {
+  // Off only to prove, in test/harness-cleanup.test.ts, that without the reaper the children do survive.
+  if (process.env.EFFECT_LEDGER_HARNESS_REAPER === 'off') return;
   const started = pid === undefined ? null : startTime(pid);
   if (!started) return;
   if (!reaper) {
