@@ -7,7 +7,7 @@ import { stageAfterStepOutcome } from '../domain/stages.js';
 import { beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { recordEvidence } from '../ledger/progress.js';
-import { readAttempt, readEffect } from '../ledger/trail.js';
+import { readAttempt, readRelease } from '../ledger/trail.js';
 import type { Destinations } from './destinations/registry.js';
 import type { AttemptRef } from './effect-activities.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
@@ -122,8 +122,8 @@ export function createAttemptActivities({
     async recordLostAnswer(effectId: string, step: string, attemptNumber: number, reason: string) {
       const row = await readAttempt(db, effectId, step, attemptNumber);
       if (!row) return null;
-      const effect = await readEffect(db, effectId);
-      if (effect) metrics.outcome(effect.destination, 'unknown');
+      const released = await readRelease(db, effectId, row.releaseRevision, step);
+      if (released) metrics.outcome(released.destination, 'unknown');
       await recordEvidence(
         db,
         { effectId, step, attemptId: row.attemptId, kind: 'response', outcome: 'unknown', detail: { reason } },

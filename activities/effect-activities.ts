@@ -108,8 +108,8 @@ export function createEffectActivities({ db, destinations, metrics = NO_METRICS 
         releaseRevision,
         workflowRunId: workflowExecution?.runId ?? 'outside-a-workflow',
       }).catch(invariantFailure);
-      const effect = await readEffect(db, effectId);
-      if (effect) metrics.attempt(effect.destination);
+      const released = await readRelease(db, effectId, releaseRevision, step);
+      if (released) metrics.attempt(released.destination);
       return {
         effectId,
         step,
