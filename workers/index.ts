@@ -6,7 +6,7 @@ export {
   type Destinations,
 } from '../activities/destinations/registry.js';
 export type { EffectMetrics } from '../activities/effect-metrics.js';
-export { destinationCredentials, providerUrl } from './config.js';
+export { destinationCredentials, destinationSettings, providerUrl } from './config.js';
 export { bundleEffectWorkflows, createEffectWorker, type EffectWorkerOptions, workflowsPath } from './effect-worker.js';
 export { jsonLogger } from './json-log.js';
 export { ensureReconcilerSchedule, LEDGER_RECONCILER_SCHEDULE_ID } from './ledger-reconciler.js';
