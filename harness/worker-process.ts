@@ -20,11 +20,13 @@ export interface WorkerProcessOptions {
   command?: string;
   /** Extra environment, e.g. DATABASE_URL with an application_name. */
   env?: NodeJS.ProcessEnv;
+  /** Keep everything it prints for output() (tests of its log); otherwise only what came before RUNNING. */
+  keepOutput?: boolean;
 }
 
 export interface WorkerProcess {
   child: ChildProcess;
-  /** Everything it has written to stdout and stderr so far. */
+  /** What it has written to stdout and stderr: all of it with keepOutput, else up to RUNNING. */
   output(): string;
   kill(): Promise<void>;
 }
@@ -49,12 +51,13 @@ export async function startWorkerProcess(
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       seen += chunk.toString();
-      if (/state: 'RUNNING'|RUNNING/.test(seen)) {
-        // Stop collecting (a long-lived worker would grow `seen` forever); the streams keep flowing.
+      if (!/state: 'RUNNING'|RUNNING/.test(seen)) return;
+      // A long-lived worker would grow `seen` forever; the streams keep flowing either way.
+      if (!options.keepOutput) {
         child.stdout!.off('data', onData);
         child.stderr!.off('data', onData);
-        resolve();
       }
+      resolve();
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);

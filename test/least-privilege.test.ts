@@ -73,6 +73,7 @@ describe('least privilege for the ledger', { timeout: 300_000 }, () => {
     writeFileSync(join(dir, 'keyed-api'), `${KEYED_SECRET}\n`);
     proxy = await recordingProxy(stack.simulator.url);
     worker = await startWorkerProcess(stack, proxy.url, {
+      keepOutput: true,
       env: {
         DATABASE_URL: runtimeUrl.toString(),
         EFFECT_LEDGER_CREDENTIAL_KEYED_API_FILE: join(dir, 'keyed-api'),

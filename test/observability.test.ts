@@ -53,6 +53,7 @@ describe('observability of a worker process', { timeout: 300_000 }, () => {
     metricsAddress = `127.0.0.1:${await freePort()}`;
     sdkMetricsAddress = `127.0.0.1:${await freePort()}`;
     worker = await startWorkerProcess(stack, undefined, {
+      keepOutput: true,
       env: { EFFECT_LEDGER_METRICS_ADDRESS: metricsAddress, EFFECT_LEDGER_SDK_METRICS_ADDRESS: sdkMetricsAddress },
     });
   });
