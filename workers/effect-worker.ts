@@ -38,6 +38,12 @@ export interface EffectWorkerOptions extends ActivityDeps {
   identity?: string;
   /** With a client, the worker also hosts the ledger reconciler's activity (resuming stranded effects). */
   effects?: EffectLedgerClient;
+  /**
+   * On SIGTERM the worker stops polling and gives its running activities this long to finish before it
+   * cancels them (default 30 s, a common orchestrator's grace): a send in flight completes and records the
+   * provider's answer instead of becoming UNKNOWN.
+   */
+  shutdownGraceMs?: number;
 }
 
 export async function createEffectWorker(options: EffectWorkerOptions): Promise<Worker> {
@@ -46,6 +52,7 @@ export async function createEffectWorker(options: EffectWorkerOptions): Promise<
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.identity ? { identity: options.identity } : {}),
+    shutdownGraceTime: options.shutdownGraceMs ?? 30_000,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     activities: {
       ...createActivities(options),

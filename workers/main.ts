@@ -6,7 +6,8 @@
 // EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow is
 // resumed), EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
-// endpoints; off when unset). It also makes sure the ledger reconciler's schedule exists. docs/deploy.md.
+// endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
+// activities get to finish). It also makes sure the ledger reconciler's schedule exists. docs/deploy.md.
 import type { LogLevel } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
@@ -74,6 +75,9 @@ try {
     destinations: createDestinations(destinationSettings()),
     effects,
     metrics: metrics.effects,
+    ...(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS
+      ? { shutdownGraceMs: Number(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS) }
+      : {}),
   });
   // The same pass from every worker process on a timer as well: the schedule is what operators see, but in
   // one chaos seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent.
