@@ -10,9 +10,9 @@
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import postgres from 'postgres';
+import { connectTemporalClient } from '../client/temporal-connection.js';
 import { type Cluster, NAMESPACE_RETENTION_DAYS, startCluster } from '../harness/cluster/cluster.js';
 import { databasesFor, dropClusterDatabases } from '../harness/cluster/databases.js';
 import { freePort } from '../harness/free-port.js';
@@ -105,10 +105,9 @@ try {
     migrateLedger(ledgerUrl.toString()),
   ]);
   // The ledger reconciler's schedule is created by each worker; make it here too so it exists before any.
-  const connection = await Connection.connect(cluster.connectionOptions);
-  const client = new Client({ connection, namespace: config.namespace });
+  const client = await connectTemporalClient(cluster.target);
   await ensureReconcilerSchedule(client, { taskQueue: config.taskQueue, everyMs: 60_000, olderThanMs: 30_000 });
-  await connection.close();
+  await client.connection.close();
 
   const stack = {
     env: { address: cluster.address },

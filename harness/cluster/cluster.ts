@@ -4,11 +4,12 @@
 // API, and optionally the standalone Web UI server. Everything binds 127.0.0.1 on free ports. The server
 // process can be killed and started again on the same databases (the cluster tests do).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Connection, type TLSConfig } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
+import { resolveTemporalTarget, type TemporalTarget } from '../../client/temporal-connection.js';
 import { projectRoot, type TemporalConfig } from '../../workers/config.js';
 import { ensureSearchAttributes } from '../dev-server.js';
 import { ensureClusterBinaries, serverSchemaDir } from './binaries.js';
@@ -59,8 +60,15 @@ export interface Cluster {
   namespace: string;
   uiUrl?: string;
   databases: ClusterDatabases;
-  /** What a client or worker needs to connect (TLS trusting the cluster's CA when it has TLS). */
-  connectionOptions: { address: string; tls?: TLSConfig };
+  /**
+   * The TEMPORAL_* variables a process of ours (worker, CLI, scripts) needs to reach this cluster: the
+   * address and namespace, and with TLS the CA that signed the frontend's certificate and the name it is for.
+   */
+  temporalEnv: Record<string, string>;
+  /** temporalEnv resolved by client/temporal-connection.ts, the one connection function every process uses. */
+  target: TemporalTarget;
+  /** target.connectionOptions: for Connection.connect and NativeConnection.connect alike. */
+  connectionOptions: TemporalTarget['connectionOptions'];
   dir: string;
   /** The running server process, or null while it is down. */
   readonly server: TiedProcess | null;
@@ -74,7 +82,7 @@ export interface Cluster {
 const defaultAdminUrl = () => process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 async function waitUntilServing(
-  options: { address: string; tls?: TLSConfig },
+  options: TemporalTarget['connectionOptions'],
   server: TiedProcess,
   timeoutMs = 90_000,
 ): Promise<void> {
@@ -101,11 +109,8 @@ async function waitUntilServing(
 }
 
 /** Registers the namespace (once) and our search attributes, through the public and operator APIs. */
-async function prepareNamespace(
-  options: { address: string; tls?: TLSConfig },
-  config: ClusterOptions['config'],
-): Promise<void> {
-  const connection = await Connection.connect(options);
+async function prepareNamespace(target: TemporalTarget, config: ClusterOptions['config']): Promise<void> {
+  const connection = await Connection.connect(target.connectionOptions);
   try {
     try {
       await connection.workflowService.registerNamespace({
@@ -177,6 +182,15 @@ async function serverEnvironment(
   };
 }
 
+/** The TEMPORAL_* variables (client/temporal-connection.ts reads them) that reach a cluster at address. */
+export function temporalEnvironment(address: string, namespace: string, tls?: ClusterTls): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: address,
+    TEMPORAL_NAMESPACE: namespace,
+    ...(tls ? { TEMPORAL_TLS_SERVER_CA_CERT_PATH: tls.caFile, TEMPORAL_TLS_SERVER_NAME: tls.serverName } : {}),
+  };
+}
+
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const log = options.log ?? (() => {});
   const suffix = options.suffix ?? randomBytes(4).toString('hex');
@@ -193,13 +207,12 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 
   const env = await serverEnvironment(options, databases, adminUrl);
   const address = env.EL_TEMPORAL_ADDRESS!;
-  const tls = options.tls;
-  const connectionOptions: Cluster['connectionOptions'] = tls
-    ? {
-        address,
-        tls: { serverNameOverride: tls.serverName, serverRootCACertificate: readFileSync(tls.caFile) },
-      }
-    : { address };
+  const temporalEnv = temporalEnvironment(address, options.config.namespace, options.tls);
+  // Resolved as every process resolves it, from these variables alone: not the machine's own envconfig file.
+  const target = resolveTemporalTarget({
+    env: { ...temporalEnv, TEMPORAL_CONFIG_FILE: join(dir, 'no-envconfig.toml') },
+  });
+  const { connectionOptions } = target;
 
   let server: TiedProcess | null = null;
   const startServer = async () => {
@@ -223,7 +236,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
   try {
     await startServer();
-    await prepareNamespace(connectionOptions, options.config);
+    await prepareNamespace(target, options.config);
     if (wantsUi) {
       const uiPort = typeof options.ui === 'number' ? options.ui : await freeLowPort();
       ui = spawnTied(binaries.uiServer!, ['--root', here, '--config', 'ui', '--env', 'cluster', 'start'], {
@@ -245,6 +258,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     namespace: options.config.namespace,
     uiUrl,
     databases,
+    temporalEnv,
+    target,
     connectionOptions,
     dir,
     get server() {

@@ -1,7 +1,10 @@
 // Runs the `effect` CLI (or another script) as its own process against a test stack.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { type Stack, stackEnvironment } from '../../harness/local-stack.js';
+import { stackEnvironment } from '../../harness/local-stack.js';
+
+/** What a CLI process needs of a stack: its ledger, Temporal address, namespace and task queue. */
+export type CliStack = Parameters<typeof stackEnvironment>[0];
 
 export interface CliRun {
   code: number | null;
@@ -9,12 +12,12 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(stack: Stack, args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+export function runCli(stack: CliStack, args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   return runScript(stack, 'effect-cli.ts', args, stdin, env);
 }
 
 export function runScript(
-  stack: Stack,
+  stack: CliStack,
   script: string,
   args: string[],
   stdin?: string,
