@@ -7,15 +7,26 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import fc from 'fast-check';
+import { MAIN_STEP } from '../../domain/idempotency-key.js';
 import { isTerminal } from '../../domain/stages.js';
 import { FAULT_KINDS, type FaultKind } from '../../harness/simulator/faults.js';
-import { EffectConflictError, InvalidEffectRequestError } from '../../ledger/errors.js';
+import { EffectConflictError, InvalidEffectRequestError, RevisionRefusedError } from '../../ledger/errors.js';
+import { readTrail } from '../../ledger/trail.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../../workflows/contract.js';
 import { waitsForPerson } from '../audit/audit.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
 import { type ChaosStack, REAL_LINKS, type RealLink } from './stack.js';
 
-export type EffectKind = 'refund' | 'task' | 'post' | 'refund-refused' | 'email' | 'event' | 'order';
+export type EffectKind =
+  | 'refund'
+  | 'task'
+  | 'post'
+  | 'refund-refused'
+  | 'email'
+  | 'event'
+  | 'order'
+  /** Two outbound steps (keyed-api `task.announce`): a task, then a post on the key-less social feed. */
+  | 'task-announced';
 
 export interface ModelEffect {
   effectId: string;
@@ -25,6 +36,8 @@ export interface ModelEffect {
   origin: 'approved' | 'died-at-start' | 'died-race';
   /** Terminated from the outside. */
   terminated?: boolean;
+  /** The payloads of the revisions an operator submitted after a refusal (revision 2 first). */
+  revisions?: Array<Record<string, unknown>>;
 }
 
 export interface Model {
@@ -130,6 +143,37 @@ function buildRequest(effectId: string, kind: EffectKind, n: number, title: stri
         operation: 'order.create',
         payload: { customer: `cus_${n}`, sku: 'SKU-1', quantity: 1 + (n % 5), amountCents: 100 * n },
       };
+    case 'task-announced':
+      return {
+        ...common,
+        destination: 'keyed-api',
+        operation: 'task.announce',
+        payload: { title, request: `request-${n}`, channel: 'chaos', text: `${title} is up` },
+      };
+  }
+}
+
+/**
+ * What an operator submits as the revision of a refused effect: the same destination, operation and target
+ * (the charge, the request, the channel...), a payload the provider accepts (a refund's amount positive).
+ */
+function revised(kind: EffectKind, payload: Record<string, unknown>, revision: number): Record<string, unknown> {
+  switch (kind) {
+    case 'refund':
+    case 'refund-refused':
+      return { ...payload, amount: 4000 + revision };
+    case 'post':
+      return { ...payload, text: `${String(payload.text)} (revision ${revision})` };
+    case 'task':
+      return { ...payload, title: `${String(payload.title)} (revision ${revision})` };
+    case 'task-announced':
+      return { ...payload, text: `${String(payload.text)} (revision ${revision})` };
+    case 'email':
+      return { ...payload, text: `${String(payload.text)} (revision ${revision})` };
+    case 'event':
+      return { ...payload, data: { ...(payload.data as Record<string, unknown>), revision } };
+    case 'order':
+      return { ...payload, amountCents: Number(payload.amountCents) + revision };
   }
 }
 
@@ -139,6 +183,7 @@ function edited(kind: EffectKind, payload: Record<string, unknown>): Record<stri
     case 'post':
       return { ...payload, text: `${String(payload.text)} (edited)` };
     case 'task':
+    case 'task-announced':
       return { ...payload, title: `${String(payload.title)} (edited)` };
     case 'email':
       return { ...payload, subject: `${String(payload.subject)} (edited)` };
@@ -549,19 +594,29 @@ class Decide extends Step {
     }
     const view = await temporalProbe(r.stack.client)(effectId);
     if (!waitsForPerson(view) || !view.awaiting) return; // the guide: act when the effect asks for a person
-    const [release] = await r.stack.ledger.sql<{ body: string }[]>`
-      SELECT body_sha256 AS body FROM releases WHERE effect_id = ${effectId} ORDER BY revision DESC LIMIT 1`;
-    const records = r.stack.recordsOf(chosen.destination);
+    // The step the effect waits on (a multi-step effect's later step has its own destination), and that
+    // step's latest release: the object to look for carries its key (`effectID~step`, `#r2` in a
+    // revision-scoped revision) and its body.
+    const trail = await readTrail(r.stack.ledger.db, effectId);
+    const step = trail?.waitingOnStep ?? MAIN_STEP;
+    const release = trail?.releases
+      .filter((x) => x.step === step)
+      .sort((a, b) => b.revision - a.revision)
+      .at(0);
+    if (!release) return;
+    const records = r.stack.recordsOf(release.destination);
     if (!records) return;
     const onDashboard = (await records.objects()).filter(
-      (o) => o.effectId === effectId && o.bodySha256 === release?.body,
+      (o) => o.effectId === release.idempotencyKey && o.bodySha256 === release.bodySha256,
     );
     const found = onDashboard.at(-1); // the oldest
     const decision = found ? 'confirm-delivery' : 'approve-retry';
     const payload: DecisionPayload = found
       ? { actor: OPERATOR, reason: 'found it on the provider dashboard', externalId: found.id }
       : { actor: OPERATOR, reason: 'checked the provider dashboard: nothing there' };
-    r.log(`operator: ${effectId} awaits "${view.awaiting.slice(0, 80)}"; ${decision}${found ? ` ${found.id}` : ''}`);
+    r.log(
+      `operator: ${effectId}${step === MAIN_STEP ? '' : ` (step ${step})`} awaits "${view.awaiting.slice(0, 80)}"; ${decision}${found ? ` ${found.id}` : ''}`,
+    );
     await this.send(r, effectId, decision, payload, false);
     if (this.style === 'repeated')
       await this.send(r, effectId, decision, payload, false, this.via === 'signal' ? 'update' : 'signal');
@@ -623,6 +678,76 @@ class Decide extends Step {
   }
   toString() {
     return `decide(${this.style} via ${this.via}, #${this.index})`;
+  }
+}
+
+/**
+ * An operator revising an effect the provider refused (README, "Revisions"; docs/operators.md): only an
+ * effect the ledger shows as `rejected` (read like the Decide step reads it), the same destination,
+ * operation and target, a payload the provider accepts. Sometimes submitted twice at once (a retry after a
+ * client timeout): exactly one of the two may say "created".
+ */
+class Revise extends Step {
+  constructor(
+    readonly index: number,
+    readonly copies: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length > 0;
+  }
+  async run(m: Model, r: Real) {
+    const ours = new Map(m.effects.map((e) => [e.effectId, e]));
+    const candidates = (await r.stack.effects.listByStage('rejected', 1000)).filter((e) => ours.has(e.effectId));
+    const chosen = pick(candidates, this.index);
+    const effect = chosen && ours.get(chosen.effectId);
+    if (!effect) {
+      bump(r, 'revisions skipped (no rejected effect)');
+      return;
+    }
+    const trail = await readTrail(r.stack.ledger.db, effect.effectId);
+    if (trail?.effect.stage !== 'rejected') return;
+    const revision = trail.effect.revision + 1;
+    const latest = effect.revisions?.at(-1) ?? (effect.request.payload as Record<string, unknown>);
+    const payload = revised(effect.kind, latest, revision);
+    const request = {
+      payload,
+      approvedBy: OPERATOR,
+      authorizationRef: 'CHAOS-REVISION',
+      reason: `the provider refused revision ${revision - 1}; corrected`,
+    };
+    bump(r, 'revisions submitted');
+    if (this.copies > 1) bump(r, 'revisions submitted twice at once');
+    r.touch(effect.effectId, `operator revision ${revision}${this.copies > 1 ? ` ×${this.copies} at once` : ''}`);
+    const results = await Promise.allSettled(
+      Array.from({ length: this.copies }, () => r.stack.effects.revise(effect.effectId, request)),
+    );
+    const created = results.filter((x) => x.status === 'fulfilled' && x.value.created).length;
+    if (created >= 1) effect.revisions = [...(effect.revisions ?? []), payload];
+    r.log(`operator: revised ${effect.effectId} (revision ${revision}, ${created} of ${this.copies} created)`);
+    if (created > 1)
+      r.violations.push({
+        kind: 'revision_door',
+        effectId: effect.effectId,
+        detail: `${created} of ${this.copies} concurrent submissions of revision ${revision} said "created"`,
+      });
+    for (const x of results) {
+      if (x.status === 'fulfilled') continue;
+      const error = x.reason as Error;
+      // A second submission racing the first may be refused by the ledger (it is no longer rejected).
+      if (this.copies > 1 && created === 1 && error instanceof RevisionRefusedError) continue;
+      if (error instanceof InvalidEffectRequestError || error instanceof RevisionRefusedError)
+        r.violations.push({
+          kind: 'revision_door',
+          effectId: effect.effectId,
+          detail: `a valid revision ${revision} of a rejected effect was refused: ${error.message.slice(0, 200)}`,
+        });
+      else r.notes.push(`revise ${effect.effectId} failed: ${error.message.slice(0, 200)}`);
+    }
+  }
+  toString() {
+    return `revise-refused(#${this.index}${this.copies > 1 ? ` ×${this.copies} at once` : ''})`;
   }
 }
 
@@ -717,6 +842,15 @@ export function chaosCommands(): fc.Arbitrary<Step>[] {
       )
       .map(([k, mode]) => new DieAfterLedgerWrite(k, mode)),
     fc.nat(1000).map((i) => new TerminateRun(i)),
+    // Appended (existing seeds keep their draws as far as fast-check allows): multi-step effects, so faults
+    // and kills hit their later steps too, and an operator's revisions of refused effects.
+    ...Array.from({ length: 2 }, () => fc.constantFrom(...TITLES).map((t) => new Approve('task-announced', 1, t))),
+    fc
+      .constantFrom<EffectKind>('refund-refused', 'refund-refused', 'task-announced')
+      .map((k) => new Approve(k, 1, 'Prepare preview')),
+    ...Array.from({ length: 2 }, () =>
+      fc.tuple(fc.nat(1000), fc.constantFrom(1, 1, 1, 2)).map(([i, c]) => new Revise(i, c)),
+    ),
   ];
 }
 

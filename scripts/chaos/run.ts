@@ -44,6 +44,11 @@ export interface RunVerdict {
   effects: number;
   /** The run's effects per destination, and per final stage. */
   perDestination: Record<string, Record<string, number>>;
+  /** Effects with more than one outbound step, and per final stage. */
+  multiStep: Record<string, number>;
+  /** Effects revised after a refusal (latest revision above 1), per final stage; and revisions in all. */
+  revised: Record<string, number>;
+  revisions: number;
   counts: Record<string, number>;
   stackStats: ChaosStack['stats'];
   audit: AuditReport;
@@ -161,6 +166,53 @@ async function storyOf(stack: ChaosStack, real: Real, effectId: string, objects:
     .join('; ')}`;
 }
 
+/**
+ * Revised and multi-step effects, checked from the destinations' own records beside the audit: each step of
+ * an effect has at most one object (whatever revision made it); a step with a fact has exactly one, carrying
+ * the key and body of that step's latest release (a revised effect's object is the latest revision's).
+ */
+async function revisionChecks(stack: ChaosStack, prefix: string, objects: DestinationObject[]): Promise<Violation[]> {
+  const found: Violation[] = [];
+  const releases = await stack.ledger.sql<
+    { effectId: string; step: string; revision: number; key: string; body: string; destination: string }[]
+  >`SELECT r.effect_id AS "effectId", r.step, r.revision, r.idempotency_key AS key, r.body_sha256 AS body,
+           r.destination
+      FROM releases r JOIN effects e USING (effect_id)
+     WHERE r.effect_id LIKE ${`${prefix}-%`}
+       AND (e.revision > 1 OR (SELECT count(DISTINCT step) FROM releases x WHERE x.effect_id = r.effect_id) > 1)`;
+  const facts = await stack.ledger.sql<{ effectId: string; step: string; externalId: string }[]>`
+    SELECT effect_id AS "effectId", step, external_id AS "externalId" FROM facts WHERE effect_id LIKE ${`${prefix}-%`}`;
+  const latest = new Map<string, (typeof releases)[number]>();
+  for (const r of releases) {
+    const ref = `${r.effectId} ${r.step}`;
+    const seen = latest.get(ref);
+    if (!seen || seen.revision < r.revision) latest.set(ref, r);
+  }
+  for (const [ref, release] of latest) {
+    const mine = objects.filter((o) => {
+      const named = o.effectId === null ? null : parseKey(o.effectId);
+      return named?.effectId === release.effectId && named.step === release.step;
+    });
+    const which = `step ${release.step}, revision ${release.revision}`;
+    if (mine.length > 1)
+      found.push({
+        kind: 'duplicate',
+        effectId: release.effectId,
+        detail: `${mine.length} objects for ${which}: ${mine.map((o) => `${o.id} (${o.effectId})`).join(', ')}`,
+      });
+    const fact = facts.find((f) => `${f.effectId} ${f.step}` === ref);
+    if (!fact) continue;
+    const object = mine.find((o) => o.id === fact.externalId);
+    if (!object || object.effectId !== release.key || object.bodySha256 !== release.body)
+      found.push({
+        kind: 'revision_body',
+        effectId: release.effectId,
+        detail: `${which}: the fact names ${fact.externalId}, ${object ? `carrying ${object.effectId} and body ${object.bodySha256?.slice(0, 12)}…` : 'not among the step’s objects'}; the latest release is ${release.key} with body ${release.body.slice(0, 12)}…`,
+      });
+  }
+  return found;
+}
+
 /** The invariants after settling. */
 export async function verify(
   stack: ChaosStack,
@@ -230,10 +282,29 @@ export async function verify(
     SELECT destination, stage, count(*)::int AS n FROM effects WHERE effect_id LIKE ${`${prefix}-%`}
     GROUP BY destination, stage ORDER BY destination, stage`)
     perDestination[row.destination] = { ...perDestination[row.destination], [row.stage]: row.n };
+  const multiStep: Record<string, number> = {};
+  for (const row of await stack.ledger.sql<{ stage: string; n: number }[]>`
+    SELECT e.stage, count(*)::int AS n FROM effects e
+    WHERE e.effect_id LIKE ${`${prefix}-%`}
+      AND (SELECT count(DISTINCT step) FROM releases r WHERE r.effect_id = e.effect_id) > 1
+    GROUP BY e.stage ORDER BY e.stage`)
+    multiStep[row.stage] = row.n;
+  const revised: Record<string, number> = {};
+  let revisions = 0;
+  for (const row of await stack.ledger.sql<{ stage: string; n: number; revisions: number }[]>`
+    SELECT stage, count(*)::int AS n, sum(revision - 1)::int AS revisions FROM effects
+    WHERE effect_id LIKE ${`${prefix}-%`} AND revision > 1 GROUP BY stage ORDER BY stage`) {
+    revised[row.stage] = row.n;
+    revisions += row.revisions;
+  }
+  violations.push(...(await revisionChecks(stack, prefix, objects.flat())));
   return {
     prefix,
     steps,
     perDestination,
+    multiStep,
+    revised,
+    revisions,
     stories,
     effects: model?.effects.length ?? 0,
     counts: real.counts,
@@ -266,10 +337,18 @@ export function summarize(v: RunVerdict): string[] {
             .join(', ')})`,
       )
       .join('; ')}`,
+    `  multi-step effects: ${Object.values(v.multiStep).reduce((a, b) => a + b, 0)} (${Object.entries(v.multiStep)
+      .map(([stage, n]) => `${stage} ${n}`)
+      .join(', ')}); revised effects: ${Object.values(v.revised).reduce((a, b) => a + b, 0)} (${Object.entries(
+      v.revised,
+    )
+      .map(([stage, n]) => `${stage} ${n}`)
+      .join(', ')}), ${v.revisions} revision(s)`,
     `  invariants: duplicates ${c.duplicate}, lost ${lost}, stuck ${c.stuck} (explained by the run: ${v.stuck.filter((s) => !s.story.startsWith('unexplained')).length}), ` +
       `objects without a fact ${c.object_without_fact + c.object_without_effect}, facts without their object ${c.fact_object_missing + c.fact_object_differs}, ` +
       `keys not from the effect ID ${c.foreign_key}, requests before their attempt row ${v.audit.checked.requests === null ? 'not checked' : c.request_before_attempt}, ` +
       `door violations ${v.violations.filter((x) => x.kind.endsWith('_door')).length}, ` +
+      `step/revision objects wrong ${v.violations.filter((x) => x.kind === 'duplicate' || x.kind === 'revision_body').length}, ` +
       `workers that died on their own ${v.violations.filter((x) => x.kind === 'worker_crash').length}`,
     `  checked: ${v.audit.checked.effects} effects, ${v.audit.checked.facts} facts, ${v.audit.checked.objects} objects, ${v.audit.checked.workflows ?? '-'} workflows, ${v.audit.checked.requests ?? '-'} provider requests`,
     ...v.audit.skipped.map((s) => `  skipped ${s}`),
