@@ -39,7 +39,7 @@ function lostOf(v: RunVerdict): number {
 }
 
 describe('chaos run', () => {
-  test(`seeds ${SEEDS.join(', ')}: ~40 effects, one kill each → no duplicates, nothing lost, nothing stuck`, {
+  test(`seeds ${SEEDS.join(', ')}: ~40 effects, one kill each → no duplicates, nothing lost, nothing stuck, no worker crash`, {
     timeout: 1_200_000,
   }, async () => {
     const outcomes = await runChaos({
@@ -68,6 +68,9 @@ describe('chaos run', () => {
       assert.equal(verdict.audit.counts.duplicate, 0, `seed ${outcome.seed}: duplicates\n${story}`);
       assert.equal(lostOf(verdict), 0, `seed ${outcome.seed}: lost effects\n${story}`);
       assert.equal(stuck.length, 0, `seed ${outcome.seed}: stuck, not resumed by the reconciler\n${story}`);
+      // A worker that dies on its own turns every call it holds into UNKNOWN: no crash is acceptable.
+      const crashes = verdict.violations.filter((x) => x.kind === 'worker_crash');
+      assert.equal(crashes.length, 0, `seed ${outcome.seed}: a worker died on its own\n${story}`);
     }
   });
 });

@@ -14,6 +14,7 @@ import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { connectTemporalClient, describeTarget, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
 import { destinationSettings } from './config.js';
+import { isLostConnection } from './connection-loss.js';
 import { createEffectWorker } from './effect-worker.js';
 import { ensureReconcilerSchedule } from './ledger-reconciler.js';
 import { createWorkerMetrics, serveMetrics } from './metrics.js';
@@ -25,28 +26,18 @@ const logger = installWorkerRuntime({
   sdkMetricsAddress: process.env.EFFECT_LEDGER_SDK_METRICS_ADDRESS,
 });
 
-// A database connection cut under a query (an operator's pg_terminate_backend, a failover) costs only the
-// activities that used it: they fail, and are retried or become UNKNOWN. A stray rejection the driver
-// raises for the dead connection must not take the whole worker, and every call it has in flight, down.
-const CONNECTION_LOST = new Set([
-  '57P01',
-  '57P02',
-  '57P03',
-  '08000',
-  '08003',
-  '08006',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-  'ECONNRESET',
-]);
 process.on('unhandledRejection', (reason) => {
-  const code = (reason as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && CONNECTION_LOST.has(code)) {
-    logger.warn('ledger connection lost under a query', { code });
+  if (!isLostConnection(reason)) throw reason;
+  logger.warn('ledger connection lost under a query', { code: (reason as { code?: unknown }).code });
+});
+process.on('uncaughtException', (error) => {
+  if (isLostConnection(error)) {
+    logger.warn('ledger connection lost outside a query', { error: error.message });
     return;
   }
-  throw reason;
+  // What Node would do without this handler: report and exit (a supervisor restarts the worker).
+  logger.error('uncaught exception', { error: error.stack ?? String(error) });
+  process.exit(1);
 });
 
 const config = resolveTemporalTarget();
