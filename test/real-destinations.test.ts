@@ -443,6 +443,67 @@ describe('orders table in another PostgreSQL database', () => {
   });
 });
 
+describe('the real destinations in the model: a multi-step invoice, a revised order', () => {
+  test('invoice.send: the order row, then the email — one of each, one fact per step', TEST_TIMEOUT, async () => {
+    const effectId = 'inv:two-steps';
+    await withWorker(async () => {
+      await s().effects.approve({
+        ...order(effectId),
+        operation: 'invoice.send',
+        payload: { ...order(effectId).payload, to: 'ana@example.com', subject: 'Invoice 7', text: 'Thank you.' },
+      });
+      assert.equal((await resultOf(s(), effectId)).stage, 'recorded');
+    });
+    assert.equal(await ordersAt(effectId), 1, 'one order row, under the effect ID');
+    assert.equal(await emailsAt(`${effectId}~email`), 1, 'one email, its Message-ID from effectID~email');
+    const { trail } = await ledgerPath(effectId);
+    assert.deepEqual(trail.facts.map((f) => f.step).sort(), ['email', 'main']);
+    assert.deepEqual(
+      trail.attempts.map((a) => a.idempotencyKey),
+      [effectId, `${effectId}~email`],
+      'each step once, under its own key',
+    );
+    await report('invoice.send: orders-sql then email-smtp', effectId, (await ordersAt(effectId)) + 1);
+  });
+
+  test(
+    'an order the database refuses is revised by a person: one row, with revision 2 body',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'ord:revised';
+      // The user's own rule, in their database: no order above 100 units.
+      const session = real.orders.session();
+      await session`ALTER TABLE orders ADD CONSTRAINT at_most_100 CHECK ((body->>'quantity')::int <= 100)`;
+      try {
+        const tooMany = { ...order(effectId), payload: { ...order(effectId).payload, quantity: 500 } };
+        await withWorker(async () => {
+          await s().effects.approve(tooMany);
+          assert.equal((await resultOf(s(), effectId)).stage, 'rejected');
+          const revised = await s().effects.revise(effectId, {
+            payload: { ...tooMany.payload, quantity: 50 },
+            approvedBy: 'ana@example.com',
+            authorizationRef: 'TICKET-11',
+            reason: 'split the order: 50 now',
+          });
+          assert.equal(revised.revision, 2);
+          assert.equal((await resultOf(s(), effectId)).stage, 'recorded');
+        });
+      } finally {
+        await session`ALTER TABLE orders DROP CONSTRAINT IF EXISTS at_most_100`;
+        await session.end();
+      }
+      const rows = (await real.orders.orders()).filter((o) => o.effect_key === effectId);
+      const { trail, path } = await ledgerPath(effectId);
+      assert.equal(rows.length, 1, 'one order');
+      const latest = trail.releases.filter((r) => r.revision === 2);
+      assert.equal(latest.length, 1);
+      assert.equal(rows[0]?.body_sha256, latest[0]?.bodySha256, "the row carries revision 2's body");
+      assert.equal(trail.revisions.length, 1, 'the person’s revision is kept');
+      scenarios.push(`orders-sql: refused (user's CHECK), revised | ${path} | ${rows.length}`);
+    },
+  );
+});
+
 describe("the audit reads each real destination's own records", () => {
   test(
     'no finding over every scenario above; a second object per destination is a duplicate',

@@ -167,7 +167,12 @@ export function emailSmtp(settings: EmailSettings): DestinationAdapter {
           subject: String(pkg.body.subject),
           text: String(pkg.body.text),
           messageId: `<${messageId}>`,
-          headers: { 'X-Effect-Id': effectId, 'X-Effect-Body-Sha256': sha256Hex(canonicalJson(pkg.body)) },
+          headers: {
+            'X-Effect-Id': effectId,
+            // The step's reference (`effectID~step` for a further step): the audit pairs the message with its step.
+            'X-Effect-Ref': String(pkg.body.effect_id ?? effectId),
+            'X-Effect-Body-Sha256': sha256Hex(canonicalJson(pkg.body)),
+          },
         });
         return {
           class: 'confirmed',

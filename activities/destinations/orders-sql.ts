@@ -27,6 +27,11 @@ const order = z
   })
   .strict();
 
+/** An order and the email that tells the customer: two outbound steps of one approval. */
+const invoice = order
+  .extend({ to: z.email().max(254), subject: z.string().min(1).max(200), text: z.string().min(1).max(10_000) })
+  .strict();
+
 export const ordersSqlContract: DestinationContract = {
   name: 'orders-sql',
   mechanism: 'transactional',
@@ -34,7 +39,15 @@ export const ordersSqlContract: DestinationContract = {
   keyRetentionSeconds: null,
   // A refused order commits nothing, so its key is free for the revision: one order per effect, whatever the revision.
   keyScope: 'effect',
-  operations: { 'order.create': order },
+  operations: { 'order.create': order, 'invoice.send': invoice },
+  steps: {
+    // The order row first (main, in one transaction with its key), then the email (step `email`, its
+    // Message-ID derived from `effectID~email`): the customer is told only once the order exists.
+    'invoice.send': ({ to, subject, text, ...order }) => [
+      { step: 'main', destination: 'orders-sql', operation: 'order.create', payload: order },
+      { step: 'email', destination: 'email-smtp', operation: 'email.send', payload: { to, subject, text } },
+    ],
+  },
   callTimeoutMs: 5_000,
   // A retry either inserts or meets our own row on the unique key: a duplicate is impossible.
   retryAfterProvenAbsence: true,
@@ -48,8 +61,9 @@ export const ordersSqlContract: DestinationContract = {
       body: { ...payload, effect_id: effectId },
     };
   },
-  describe(_operation, payload) {
-    return `order ${String(payload.quantity)} × ${String(payload.sku)} for ${String(payload.customer)}`;
+  describe(operation, payload) {
+    const order = `order ${String(payload.quantity)} × ${String(payload.sku)} for ${String(payload.customer)}`;
+    return operation === 'invoice.send' ? `${order}, emailed to ${String(payload.to)}` : order;
   },
 };
 

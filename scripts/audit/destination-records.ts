@@ -129,7 +129,8 @@ export function emailRecords(mailpitUrl: string, destination = 'email-smtp'): De
           all.push({
             destination,
             id: m.MessageID,
-            effectId: h['X-Effect-Id']?.[0] ?? null,
+            // The step's reference where the adapter stamps one (a further step's `effectID~step`).
+            effectId: h['X-Effect-Ref']?.[0] ?? h['X-Effect-Id']?.[0] ?? null,
             bodySha256: h['X-Effect-Body-Sha256']?.[0] ?? null,
             createdAt: m.Created,
           });
