@@ -7,6 +7,7 @@ import { idempotencyKeyFor, MAIN_STEP, parseKey } from '../domain/idempotency-ke
 import type { EffectStage } from '../domain/stages.js';
 import { readTrail } from '../ledger/trail.js';
 import { type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
+import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../workflows/ledger-reconciler.js';
 import type { Stack } from './local-stack.js';
 import type { LoggedRequest } from './simulator/request-log.js';
 import { waitFor, within } from './wait-for.js';
@@ -164,7 +165,10 @@ export async function latestRunId(stack: Stack, effectId: string): Promise<strin
  */
 export async function openWorkflows(stack: Stack): Promise<string[]> {
   const ids = new Set(stack.approvedEffectIds);
-  for await (const w of stack.env.client.workflow.list({ query: 'ExecutionStatus = "Running"' })) ids.add(w.workflowId);
+  // A ledger reconciler pass (its schedule fires every minute wherever a worker process ran) is not an effect a
+  // test left open: only effect workflows count.
+  const query = `ExecutionStatus = "Running" AND WorkflowType != "${LEDGER_RECONCILER_WORKFLOW_TYPE}"`;
+  for await (const w of stack.env.client.workflow.list({ query })) ids.add(w.workflowId);
   const open: string[] = [];
   for (const id of ids) {
     try {
