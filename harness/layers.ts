@@ -10,6 +10,8 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['workflows'],
   ['client'],
   ['workers'],
+  ['stack'],
+  ['conformance'],
   ['harness'],
   ['scripts'],
   ['test'],

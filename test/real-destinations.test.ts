@@ -11,10 +11,10 @@ import { messageIdFor } from '../activities/destinations/email-smtp.js';
 import { subjectFor } from '../activities/destinations/nats-jetstream.js';
 import { resultOf, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
-import { waitFor } from '../harness/wait-for.js';
 import { readTrail } from '../ledger/trail.js';
 import { audit } from '../scripts/audit/audit.js';
 import { realDestinationRecords } from '../scripts/audit/destination-records.js';
+import { waitFor } from '../stack/wait-for.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 import {
   EMAIL_FROM,

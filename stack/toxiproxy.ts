@@ -12,6 +12,11 @@ export interface ToxiproxyServer {
   client: Toxiproxy;
   /** A proxy on a free loopback port in front of `upstream` (host:port); returns it and its port. */
   proxy(name: string, upstream: string): Promise<{ proxy: ToxicProxy; port: number }>;
+  /**
+   * Bytes a proxy has carried each way over its closed connections (started with { metrics: true }):
+   * upstream is what clients sent, downstream what the server answered.
+   */
+  bytes(name: string): Promise<{ upstream: number; downstream: number }>;
   stop(): Promise<void>;
 }
 
@@ -20,9 +25,15 @@ export function toxiproxyBinary(): string {
   return process.env.TOXIPROXY_BIN ?? (existsSync(local) ? local : 'toxiproxy-server');
 }
 
-export async function startToxiproxy(): Promise<ToxiproxyServer> {
+export async function startToxiproxy(options: { metrics?: boolean } = {}): Promise<ToxiproxyServer> {
   const apiPort = await freePort();
-  const server = startGuarded(toxiproxyBinary(), ['-host', '127.0.0.1', '-port', String(apiPort)]);
+  const server = startGuarded(toxiproxyBinary(), [
+    '-host',
+    '127.0.0.1',
+    '-port',
+    String(apiPort),
+    ...(options.metrics ? ['-proxy-metrics'] : []),
+  ]);
   const client = new Toxiproxy(`http://127.0.0.1:${apiPort}`);
   await waitFor(
     async () => {
@@ -38,6 +49,16 @@ export async function startToxiproxy(): Promise<ToxiproxyServer> {
       const port = await freePort();
       const proxy = await client.createProxy({ name, listen: `127.0.0.1:${port}`, upstream });
       return { proxy, port };
+    },
+    async bytes(name) {
+      const text = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
+      const carried = (direction: string) =>
+        text
+          .split('\n')
+          .filter((line) => line.startsWith('toxiproxy_proxy_received_bytes_total{'))
+          .filter((line) => line.includes(`direction="${direction}"`) && line.includes(`proxy="${name}"`))
+          .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+      return { upstream: carried('upstream'), downstream: carried('downstream') };
     },
     stop: () => server.stop(),
   };
