@@ -8,6 +8,7 @@
 import type { DestinationContract } from '../domain/destination-contract.js';
 import type { ToxiproxyServer } from '../stack/toxiproxy.js';
 import { waitFor, within } from '../stack/wait-for.js';
+import { retried } from './patience.js';
 import { releasedPackage, sendRequest } from './requests.js';
 import type { ConformanceServer } from './target.js';
 
@@ -66,10 +67,10 @@ export async function calibrate(input: CalibrationInput): Promise<Calibration> {
         `${contract.name}'s calibration send`,
         callTimeoutMs + sendSlackMs,
       ).catch((error: unknown) => ({ class: 'threw', detail: { reason: String(error) } }) as const);
-      let landed = await server.count(reference);
+      let landed = await retried(() => server.count(reference));
       if (landed === 0 && limit !== null) {
         await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-        landed = await server.count(reference);
+        landed = await retried(() => server.count(reference));
       }
       return { name, reference, sent, landed };
     } finally {

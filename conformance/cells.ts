@@ -24,6 +24,7 @@ import type { Calibration } from './calibration.js';
 import { carrierName } from './carrier.js';
 import { applyFault, type FaultName, FURTHER_STEP, type StepKind } from './faults.js';
 import type { KitStack } from './kit-stack.js';
+import { lateTimers, retried } from './patience.js';
 import { readbackRequest, releasedPackage, sendRequest } from './requests.js';
 import type { Router } from './router.js';
 import type { ConformanceServer } from './target.js';
@@ -52,6 +53,8 @@ export interface ProbeResult {
   outcome: ProbeOutcome;
   /** When the send answered, after it began (ms); null if it never did within the kit's patience. */
   answeredAfterMs: number | null;
+  /** How late this process's timers ran while the send was awaited (a busy machine's share of the wait). */
+  timersLateMs: number;
   /** Objects carrying the reference once the in-flight window had passed. */
   landed: number;
   readback: ProbeReadback;
@@ -113,23 +116,18 @@ async function proxyFor(ctx: CellContext, name: string) {
   return { proxy, adapter };
 }
 
-/** A readback as the activity makes it: thrown errors are transient and retried a few times. */
+/** A readback as the activity makes it: a thrown error is transient, and tried again. */
 async function readBack(adapter: DestinationAdapter, request: ReadbackRequest): Promise<ProbeReadback> {
-  let last = '';
-  for (let tries = 0; tries < 3; tries++) {
-    try {
-      return await adapter.readBack(request);
-    } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
-      await sleep(500);
-    }
+  try {
+    return await retried(() => adapter.readBack(request));
+  } catch (error) {
+    return { outcome: 'threw', detail: { reason: error instanceof Error ? error.message : String(error) } };
   }
-  return { outcome: 'threw', detail: { reason: last } };
 }
 
 async function lookUp(adapter: DestinationAdapter, externalId: string, request: ReadbackRequest) {
   try {
-    return await adapter.lookup(externalId, request);
+    return await retried(() => adapter.lookup(externalId, request));
   } catch (error) {
     return { threw: error instanceof Error ? error.message : String(error) };
   }
@@ -148,6 +146,7 @@ export async function probeCell(
   try {
     await applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference });
     const began = Date.now();
+    const lag = lateTimers();
     const sending = adapter.send(sendRequest(effectId, reference, server.sample.operation, pkg, t)).then(
       (outcome): { outcome: ProbeOutcome; at: number } => ({ outcome, at: Date.now() }),
       (error: unknown) => ({
@@ -158,15 +157,18 @@ export async function probeCell(
         at: Date.now(),
       }),
     );
-    const answered = await Promise.race([sending, sleep(t + ctx.sendSlackMs).then(() => undefined)]);
+    // Late timers are this machine's, not the adapter's: the patience grows by how late they ran.
+    let answered = await Promise.race([sending, sleep(t + ctx.sendSlackMs).then(() => undefined)]);
+    if (!answered && lag.late() > 0) answered = await Promise.race([sending, sleep(lag.late()).then(() => undefined)]);
+    const timersLateMs = lag.stop();
     await until(began + t + grace);
-    const landed = await server.count(reference);
+    const landed = await retried(() => server.count(reference));
     const request = readbackRequest(reference, pkg, new Date(began));
     const readback = await readBack(ctx.clean, request);
     // What the send left running (a session past its deadline, bytes still in the proxy) settles, then the grace.
     const settled = await within(sending, 'the probe send to settle', patience(ctx)).catch(() => undefined);
     await until((settled?.at ?? Date.now()) + grace);
-    const landedFinally = await server.count(reference);
+    const landedFinally = await retried(() => server.count(reference));
     const outcome = answered?.outcome ?? {
       class: 'no answer' as const,
       detail: {
@@ -185,6 +187,7 @@ export async function probeCell(
       reference,
       outcome,
       answeredAfterMs: answered ? answered.at - began : null,
+      timersLateMs,
       landed,
       readback,
       landedFinally,
@@ -208,7 +211,7 @@ export function probeViolations(
   const most = Math.max(p.landed, p.landedFinally);
   if (outcome.class === 'no answer')
     v.push(
-      `the send did not answer within its call timeout (${ctx.callTimeoutMs} ms, + ${ctx.sendSlackMs} ms slack): ${outcome.detail.reason}; the ledger stops waiting at the timeout, and what the call does after it is in no record`,
+      `the send did not answer within its call timeout (${ctx.callTimeoutMs} ms, + ${ctx.sendSlackMs} ms slack + ${p.timersLateMs} ms this process's timers ran late): ${outcome.detail.reason}; the ledger stops waiting at the timeout, and what the call does after it is in no record`,
     );
   if (outcome.class === 'threw') v.push(`the send threw instead of answering a class: ${outcome.detail.reason}`);
   if ((outcome.class === 'not_sent' || outcome.class === 'rejected') && most > 0)
@@ -351,9 +354,10 @@ export async function workflowCell(
     }
     // Whatever the faulty send left running settles under its fault; then the grace; then count.
     await within(Promise.all(route.sends), 'the sends of the cell to settle', patience(ctx)).catch(() => undefined);
+    // Outlasting the grace the adapter declares: what it promises is that nothing lands after it.
     await sleep(grace);
-    result.objects = await server.count(reference);
-    if (kind === 'revision') result.refusedObjects = await server.count(effectId);
+    result.objects = await retried(() => server.count(reference));
+    if (kind === 'revision') result.refusedObjects = await retried(() => server.count(effectId));
     const trail = await readTrail(kit.ledger.ledger.db, effectId);
     result.stage = closed ? (trail?.effect.stage ?? closed.stage) : null;
     const attempts = trail?.attempts.filter((a) => a.step === step) ?? [];

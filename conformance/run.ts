@@ -9,6 +9,7 @@ import { type CellContext, type CellResult, probeCell, workflowCell } from './ce
 import { FAULTS, type FaultName, faultApplies, STEP_KINDS, type StepKind } from './faults.js';
 import { type KitStack, startKitStack } from './kit-stack.js';
 import { lendContracts } from './lent-contracts.js';
+import { turns } from './patience.js';
 import { conformanceTable } from './report.js';
 import { Router } from './router.js';
 import type { ConformanceServer, ConformanceTargets } from './target.js';
@@ -29,6 +30,8 @@ export interface ConformanceOptions {
   absenceGraceMs?: number;
   /** How late past the call timeout a send may answer before that is a violation (default 1500 ms). */
   sendSlackMs?: number;
+  /** Cells running at once, across every destination (default 24): a small machine's share of servers and connections. */
+  concurrency?: number;
   /** Progress lines (default: none). */
   log?: (line: string) => void;
 }
@@ -113,7 +116,31 @@ async function prepare(kit: KitStack, tag: string, name: string, targets: Confor
 
 /** Both phases of a cell, at once: each has its own proxy and effect. */
 async function runCell(ctx: CellContext, fault: FaultName, kind: StepKind): Promise<CellResult> {
-  const [probe, workflow] = await Promise.all([probeCell(ctx, fault, kind), workflowCell(ctx, fault, kind)]);
+  const failed = (phase: string) => (error: unknown) => {
+    throw new Error(`the ${phase} failed: ${error instanceof Error ? error.message : String(error)}`);
+  };
+  const settled = await Promise.allSettled([
+    probeCell(ctx, fault, kind).catch(failed('probe')),
+    workflowCell(ctx, fault, kind).catch(failed('workflow')),
+  ]);
+  const [probe, workflow] = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
+    Awaited<ReturnType<typeof probeCell>> | undefined,
+    Awaited<ReturnType<typeof workflowCell>> | undefined,
+  ];
+  const broken = settled.flatMap((s, i) =>
+    s.status === 'rejected'
+      ? [{ phase: i === 0 ? ('probe' as const) : ('workflow' as const), what: String((s.reason as Error).message) }]
+      : [],
+  );
+  if (!probe || !workflow)
+    return {
+      destination: ctx.destination,
+      fault,
+      kind,
+      ...(probe ? { probe: probe.probe } : {}),
+      ...(workflow ? { workflow: workflow.workflow } : {}),
+      violations: broken,
+    };
   return {
     destination: ctx.destination,
     fault,
@@ -135,6 +162,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const faults = options.faults?.length ? options.faults : FAULTS;
   const kinds = options.kinds?.length ? options.kinds : STEP_KINDS;
   const run = randomBytes(3).toString('hex');
+  const inTurn = turns(options.concurrency ?? 24);
   log(`conformance ${run}: starting the kit's stack (Temporal dev server, ledger, Toxiproxy)`);
   const kit = await startKitStack({ callTimeoutMs, absenceGraceMs: options.absenceGraceMs });
   const reports: DestinationReport[] = [];
@@ -189,7 +217,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
               if (options.select && !options.select({ destination: p.name, fault, kind })) continue;
               const why = skipReason(fault, kind, p.clean, p.server);
               if (why) p.report.skipped.push({ fault, kind, why });
-              else cells.push(runCell(ctx, fault, kind));
+              else cells.push(inTurn(() => runCell(ctx, fault, kind)));
             }
           log(`conformance ${run}: ${p.name}: ${cells.length} cells (${carrierName(p.name)} carries its further step)`);
           p.report.cells.push(...(await Promise.all(cells)));
