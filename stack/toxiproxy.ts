@@ -46,9 +46,17 @@ export async function startToxiproxy(options: { metrics?: boolean } = {}): Promi
   return {
     client,
     async proxy(name, upstream) {
-      const port = await freePort();
-      const proxy = await client.createProxy({ name, listen: `127.0.0.1:${port}`, upstream });
-      return { proxy, port };
+      // The port was free a moment ago; on a busy machine another process may take it first: try another.
+      for (let tries = 1; ; tries++) {
+        const port = await freePort();
+        try {
+          const proxy = await client.createProxy({ name, listen: `127.0.0.1:${port}`, upstream });
+          return { proxy, port };
+        } catch (error) {
+          if (tries >= 3) throw error;
+          await client.get(name).then((stale) => stale.remove()).catch(() => {});
+        }
+      }
     },
     async bytes(name) {
       const text = await (await fetch(`http://127.0.0.1:${apiPort}/metrics`)).text();
