@@ -3,7 +3,7 @@
 // backend code uses. Everything is tied to this process and removed by stop().
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, Runtime, type Worker } from '@temporalio/worker';
 import type { Destinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { startDevServer } from '../stack/dev-server.js';
@@ -37,7 +37,10 @@ export interface KitStack {
  */
 function quietRuntime(): void {
   try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), forward: {} } },
+    });
   } catch {
     // already installed by the caller (a test's stack): theirs stays
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // npm run conformance -- <destinations module> [destination...]: the kit on the command line. Prints the
 // table and every violation; exits 0 when there is none, 1 when there are, 2 when it could not run.
+import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { FAULT_DESCRIPTIONS, FAULTS, type FaultName, STEP_KINDS, type StepKind } from './faults.js';
 import { loadConformanceTargets } from './module.js';
@@ -31,7 +32,7 @@ const program = new Command('effect-ledger-conformance')
   )
   .option('--call-timeout <ms>', 'the call timeout every fault is scaled to', milliseconds, 3000)
   .option('--absence-grace <ms>', "overrides every destination's absence grace (default: each one's own)", milliseconds)
-  .option('--json', 'print the report as JSON instead of the table')
+  .option('--json <file>', 'also write the whole report, every observation of every cell, as JSON to <file>')
   .addHelpText('after', `\nFaults:\n${FAULTS.map((f) => `  ${f.padEnd(17)} ${FAULT_DESCRIPTIONS[f]}`).join('\n')}\n`);
 
 program.parse();
@@ -41,7 +42,7 @@ const options = program.opts<{
   kinds?: StepKind[];
   callTimeout: number;
   absenceGrace?: number;
-  json?: boolean;
+  json?: string;
 }>();
 
 try {
@@ -55,7 +56,9 @@ try {
     ...(options.absenceGrace === undefined ? {} : { absenceGraceMs: options.absenceGrace }),
     log: (line) => process.stderr.write(`${line}\n`),
   });
-  process.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${report.table}\n`);
+  // A file, not stdout: the dev server the kit starts writes its banner there.
+  if (options.json) writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`${report.table}\n`);
   process.exit(report.ok ? 0 : 1);
 } catch (error) {
   process.stderr.write(`conformance: ${error instanceof Error ? error.message : String(error)}\n`);

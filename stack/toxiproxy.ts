@@ -54,7 +54,10 @@ export async function startToxiproxy(options: { metrics?: boolean } = {}): Promi
           return { proxy, port };
         } catch (error) {
           if (tries >= 3) throw error;
-          await client.get(name).then((stale) => stale.remove()).catch(() => {});
+          await client
+            .get(name)
+            .then((stale) => stale.remove())
+            .catch(() => {});
         }
       }
     },
