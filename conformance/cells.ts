@@ -300,7 +300,8 @@ export async function workflowCell(
     approvedBy: 'conformance-kit',
     authorizationRef: `conformance ${fault} ${kind}`,
   };
-  const fault$ = () => applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference });
+  const putFault = () =>
+    applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference });
   const deadline = Date.now() + patience(ctx) + 30_000;
   const result: WorkflowResult = {
     reference,
@@ -322,7 +323,7 @@ export async function workflowCell(
         result.stage = first.stage;
         return { workflow: result, violations };
       }
-      await fault$();
+      await putFault();
       await kit.effects.revise(effectId, {
         payload: server.sample.payload,
         approvedBy: 'conformance-kit',
@@ -330,7 +331,7 @@ export async function workflowCell(
         reason: 'the revision the cell is about',
       });
     } else {
-      await fault$();
+      await putFault();
       await kit.effects.approve(approval);
     }
     const played = await playThePerson(kit, effectId, deadline);
