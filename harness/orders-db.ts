@@ -50,7 +50,8 @@ export async function createOrdersDatabase(name?: string): Promise<OrdersDatabas
   };
   return {
     url: url.toString(),
-    orders: () => sql`SELECT order_id::text, effect_key, body_sha256 FROM orders ORDER BY order_id`,
+    // By the bigint, not the text the row carries (order 10 after order 9).
+    orders: () => sql`SELECT order_id::text, effect_key, body_sha256 FROM orders ORDER BY orders.order_id`,
     session() {
       const session = postgres(url.toString(), { max: 1, onnotice: () => {} });
       sessions.push(session);

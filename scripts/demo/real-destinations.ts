@@ -61,13 +61,14 @@ export async function startDemoDestinations(tag: string): Promise<DemoDestinatio
       };
       const info = await jsm.streams.info(stream, { subjects_filter: '>' });
       const rows = await orders.orders();
+      const ours = rows.filter((r) => r.effect_key.startsWith(`${tag}.`));
       return [
         `Mailpit (${mailpit.url}): ${inbox.messages.length} message(s)`,
         ...inbox.messages.map((m) => `  "${m.Subject}" to ${m.To.map((t) => t.Address).join(', ')} <${m.MessageID}>`),
         `JetStream stream ${stream} on ${nats.address}${nats.ours ? ' (started for the demo)' : ''}: ${info.state.messages} message(s)`,
         ...Object.keys(info.state.subjects ?? {}).map((subject) => `  on ${subject}`),
-        `orders table (database ${ORDERS_DATABASE}): ${rows.length} row(s)`,
-        ...rows.map((r) => `  order ${r.order_id} key=${r.effect_key}`),
+        `orders table (database ${ORDERS_DATABASE}, kept between runs): ${rows.length} row(s), ${ours.length} from this run`,
+        ...ours.map((r) => `  order ${r.order_id} key=${r.effect_key}`),
       ];
     },
     async stop() {
