@@ -76,24 +76,42 @@ export async function runReconcilerPass(
     failures: [],
     pages: 0,
     durationMs: 0,
+    timings: { ledgerMs: 0, visibilityMs: 0, candidatesMs: 0 },
     ...(options.resume ? { resumedAfter: options.resume.after } : {}),
   };
   let after = options.resume?.after;
+  const timed = async <T>(part: keyof ReconcilerPassReport['timings'], work: Promise<T>): Promise<T> => {
+    const start = performance.now();
+    try {
+      return await work;
+    } finally {
+      report.timings[part] += performance.now() - start;
+    }
+  };
   for (;;) {
-    const page = await listUnfinishedEffects(deps.db, { olderThanMs, limit: pageSize, ...(after ? { after } : {}) });
+    const page = await timed(
+      'ledgerMs',
+      listUnfinishedEffects(deps.db, { olderThanMs, limit: pageSize, ...(after ? { after } : {}) }),
+    );
     if (page.length === 0) break;
     report.pages += 1;
     report.checked += page.length;
-    const running = await runningAmong(
-      deps.client,
-      page.map((e) => e.effectId),
+    const running = await timed(
+      'visibilityMs',
+      runningAmong(
+        deps.client,
+        page.map((e) => e.effectId),
+      ),
     );
     report.running += running.size;
     const candidates = page.filter((e) => !running.has(e.effectId));
-    await forEachAtOnce(candidates, DEFAULT_CONCURRENCY, async (effect) => {
-      await examine(deps, effect.effectId, report);
-      options.onEffect?.();
-    });
+    await timed(
+      'candidatesMs',
+      forEachAtOnce(candidates, DEFAULT_CONCURRENCY, async (effect) => {
+        await examine(deps, effect.effectId, report);
+        options.onEffect?.();
+      }),
+    );
     after = page[page.length - 1]?.effectId;
     if (after) options.onPage?.({ after, began: began.toISOString() });
     if (page.length < pageSize) break;
@@ -101,6 +119,8 @@ export async function runReconcilerPass(
   // Every page was read since `began`: a start failure no pass has refreshed since is not current.
   await clearStartFailuresBefore(deps.db, began);
   report.durationMs = Math.round(performance.now() - t0);
+  for (const part of Object.keys(report.timings) as (keyof ReconcilerPassReport['timings'])[])
+    report.timings[part] = Math.round(report.timings[part]);
   return report;
 }
 

@@ -29,6 +29,7 @@ export function passLogFields(report: ReconcilerPassReport, trigger: PassTrigger
     couldNotStart: report.couldNotStart,
     pages: report.pages,
     durationMs: report.durationMs,
+    timings: report.timings,
     ...(report.resumedEffects.length ? { resumedEffects: report.resumedEffects } : {}),
     ...(report.failures.length ? { failures: report.failures } : {}),
     ...(report.resumedAfter ? { resumedAfter: report.resumedAfter } : {}),

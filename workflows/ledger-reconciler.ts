@@ -25,6 +25,8 @@ export interface ReconcilerPassReport {
   /** Ledger pages read. */
   pages: number;
   durationMs: number;
+  /** Where the time went: reading ledger pages, asking visibility, describing and starting candidates. */
+  timings: { ledgerMs: number; visibilityMs: number; candidatesMs: number };
   /** Set when this attempt continued an interrupted one from its cursor: the counts are from there on. */
   resumedAfter?: string;
 }
