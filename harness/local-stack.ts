@@ -89,6 +89,8 @@ export interface StackOptions {
   ui?: boolean;
   /** Names the throwaway database (effect_ledger_<purpose>_<random>). */
   purpose?: string;
+  /** More dev-server arguments (its limits, say); the dev server only, not the cluster target. */
+  devServerArgs?: string[];
 }
 
 export async function startStack({
@@ -96,6 +98,7 @@ export async function startStack({
   purpose = 'test',
   absenceGraceMs = 0,
   readbackMaxIntervalMs = 5000,
+  devServerArgs,
   ...clientOptions
 }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
@@ -103,7 +106,7 @@ export async function startStack({
   bundle ??= bundleEffectWorkflows();
   const uiPort = ui ? await freePort() : undefined;
   const [env, simulator] = await Promise.all([
-    startTemporal({ config, uiPort }),
+    startTemporal({ config, uiPort, ...(devServerArgs ? { extraArgs: devServerArgs } : {}) }),
     startSimulator(),
     migrateLedger(databaseUrl),
   ]);
