@@ -51,12 +51,30 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
   const adminUrl = options.adminUrl ?? databaseAdminUrl();
   const config = loadTemporalConfig();
   const bundle = bundleEffectWorkflows();
-  const [env, ledger, notes, toxiproxy] = await Promise.all([
+  const started = await Promise.allSettled([
     startDevServer({ config }),
     createLedgerDatabase('conformance', adminUrl),
     createOrdersDatabase(),
     startToxiproxy({ metrics: true }),
-  ]);
+  ] as const);
+  const failed = started.find((s) => s.status === 'rejected');
+  if (failed) {
+    // What did start goes again: a half-built stack must not keep the caller's process alive.
+    const [e, l, n, x] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
+      TestWorkflowEnvironment | undefined,
+      LedgerDatabase | undefined,
+      OrdersDatabase | undefined,
+      ToxiproxyServer | undefined,
+    ];
+    await Promise.allSettled([e?.teardown(), l?.drop(), n?.drop(), x?.stop()]);
+    throw failed.reason;
+  }
+  const [env, ledger, notes, toxiproxy] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
+    TestWorkflowEnvironment,
+    LedgerDatabase,
+    OrdersDatabase,
+    ToxiproxyServer,
+  ];
   const taskQueue = `conformance-${randomBytes(4).toString('hex')}`;
   const effects = new EffectLedgerClient({
     client: env.client,

@@ -87,13 +87,19 @@ async function prepare(kit: KitStack, tag: string, name: string, targets: Confor
   const target = Object.hasOwn(targets, name) ? targets[name] : undefined;
   if (!target) throw new Error(`no conformance target named ${name} (known: ${Object.keys(targets).join(', ')})`);
   const server = await target.start();
-  const { port } = await kit.toxiproxy.proxy(`${tag}-clean`, server.upstream);
-  const clean = await server.adapter(`127.0.0.1:${port}`);
-  if (clean.name !== name) throw new Error(`the target ${name} built an adapter named ${clean.name}`);
-  const { operation } = server.sample;
-  if (!Object.hasOwn(clean.operations, operation)) throw new Error(`${name} has no operation ${operation}`);
-  if (clean.steps && Object.hasOwn(clean.steps, operation))
-    throw new Error(`${name} ${operation} has several steps: the sample must be a single-step operation`);
+  let clean: DestinationAdapter;
+  try {
+    const { port } = await kit.toxiproxy.proxy(`${tag}-clean`, server.upstream);
+    clean = await server.adapter(`127.0.0.1:${port}`);
+    if (clean.name !== name) throw new Error(`the target ${name} built an adapter named ${clean.name}`);
+    const { operation } = server.sample;
+    if (!Object.hasOwn(clean.operations, operation)) throw new Error(`${name} has no operation ${operation}`);
+    if (clean.steps && Object.hasOwn(clean.steps, operation))
+      throw new Error(`${name} ${operation} has several steps: the sample must be a single-step operation`);
+  } catch (error) {
+    await server.stop().catch(() => {});
+    throw error;
+  }
   return {
     name,
     server,
