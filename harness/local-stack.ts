@@ -4,7 +4,6 @@
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import postgres from 'postgres';
 import {
   createDestinations,
   type DestinationSettings,
@@ -17,16 +16,15 @@ import {
 } from '../client/effect-ledger-client.js';
 import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
+import { freePort } from '../stack/free-port.js';
+import { dropDatabase, throwawayLedgerUrl } from '../stack/ledger-database.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
-import { freePort } from './free-port.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
-
-const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface Stack {
   env: TestWorkflowEnvironment;
@@ -104,17 +102,15 @@ export async function startStack({
   ...clientOptions
 }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
-  const dbName = `effect_ledger_${purpose}_${randomBytes(5).toString('hex')}`;
-  const databaseUrl = new URL(adminUrl);
-  databaseUrl.pathname = `/${dbName}`;
+  const databaseUrl = throwawayLedgerUrl(purpose);
   bundle ??= bundleEffectWorkflows();
   const uiPort = ui ? await freePort() : undefined;
   const [env, simulator] = await Promise.all([
     startTemporal({ config, uiPort, ...(devServerArgs ? { extraArgs: devServerArgs } : {}) }),
     startSimulator(),
-    migrateLedger(databaseUrl.toString()),
+    migrateLedger(databaseUrl),
   ]);
-  const ledger = openLedger(databaseUrl.toString());
+  const ledger = openLedger(databaseUrl);
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
   const approvedEffectIds = new Set<string>();
   const baseOptions: EffectLedgerClientOptions = {
@@ -145,7 +141,7 @@ export async function startStack({
     env,
     uiUrl: uiPort ? `http://${config.devServer.ip}:${uiPort}` : undefined,
     ledger,
-    databaseUrl: databaseUrl.toString(),
+    databaseUrl,
     simulator,
     taskQueue,
     namespace: config.namespace,
@@ -168,8 +164,7 @@ export async function startStack({
     },
     async stop() {
       await Promise.allSettled([env.teardown(), simulator.stop(), ledger.close()]);
-      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).finally(() => admin.end());
+      await dropDatabase(databaseUrl);
     },
   };
 }

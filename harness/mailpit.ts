@@ -3,10 +3,10 @@
 // of a message would show. Found in bin/ (scripts/setup.sh builds it) or on PATH.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { freePort } from '../stack/free-port.js';
+import { startGuarded } from '../stack/guarded-server.js';
+import { waitFor } from '../stack/wait-for.js';
 import { projectRoot } from '../workers/config.js';
-import { freePort } from './free-port.js';
-import { startGuarded } from './guarded-server.js';
-import { waitFor } from './wait-for.js';
 
 export const MAILPIT_MAX_MESSAGES = 500;
 

@@ -3,9 +3,9 @@
 // one per stack like the dev server. Either way callers get a TestWorkflowEnvironment whose teardown()
 // stops what was started, so test files run unchanged against both.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { type DevServerOptions, startDevServer } from '../stack/dev-server.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { type Cluster, type ClusterOptions, startCluster } from './cluster/cluster.js';
-import { type DevServerOptions, startDevServer } from './dev-server.js';
 
 export const TEMPORAL_TARGET_ENV = 'EFFECT_LEDGER_TEMPORAL_TARGET';
 

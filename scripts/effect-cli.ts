@@ -20,7 +20,6 @@ import { validateEffectRequest } from '../client/effect-request.js';
 import { connectTemporalClient, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { isDecisionKind } from '../domain/decisions.js';
 import { EFFECT_STAGES, type EffectStage, isEffectStage } from '../domain/stages.js';
-import { arriveAtBarrier, BARRIER_ENV } from '../harness/barrier.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
 import {
   EffectConflictError,
@@ -30,6 +29,7 @@ import {
   RevisionRefusedError,
 } from '../ledger/errors.js';
 import { formatTrail } from '../ledger/trail-format.js';
+import { arriveAtBarrier, BARRIER_ENV } from '../stack/barrier.js';
 import { destinationSettings, providerUrl } from '../workers/config.js';
 import { audit, formatAudit } from './audit/audit.js';
 import { destinationRecords, realDestinationRecords } from './audit/destination-records.js';

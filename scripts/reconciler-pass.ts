@@ -24,7 +24,7 @@ import {
   registerStranded,
   unfinishedRequest,
 } from '../harness/unfinished-effects.js';
-import { waitFor } from '../harness/wait-for.js';
+import { waitFor } from '../stack/wait-for.js';
 import { EFFECT_WORKFLOW_TYPE } from '../workflows/contract.js';
 
 const int = (min: number) => (raw: string) => {

@@ -93,4 +93,4 @@ for i in "${!go_tool_pids[@]}"; do
   wait "${go_tool_pids[$i]}" || { cat "$log" >&2; echo "building $name failed" >&2; }
   rm -f "$log"
 done
-step "Temporal CLI: $(npx tsx harness/temporal-cli.ts)"
+step "Temporal CLI: $(npx tsx stack/temporal-cli.ts)"

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { KEYWORD_MAX_CHARACTERS, STATIC_SUMMARY_MAX_JSON_BYTES } from '../client/temporal-limits.js';
 import { objectsFor } from '../harness/effect-probes.js';
-import { freePort } from '../harness/free-port.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
 import { temporalTarget } from '../harness/temporal-target.js';
@@ -19,10 +18,11 @@ import {
   registerStranded,
   unfinishedRequest,
 } from '../harness/unfinished-effects.js';
-import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess } from '../harness/worker-process.js';
 import { readStartFailure } from '../ledger/start-failures.js';
 import { readEffect } from '../ledger/trail.js';
+import { freePort } from '../stack/free-port.js';
+import { waitFor } from '../stack/wait-for.js';
 import { ensureReconcilerSchedule, LEDGER_RECONCILER_SCHEDULE_ID } from '../workers/ledger-reconciler.js';
 import { EFFECT_WORKFLOW_TYPE } from '../workflows/contract.js';
 import { LEDGER_RECONCILER_WORKFLOW_TYPE, type ReconcilerPassReport } from '../workflows/ledger-reconciler.js';

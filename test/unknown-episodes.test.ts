@@ -9,7 +9,7 @@ import type { DestinationAdapter } from '../domain/destination-contract.js';
 import { assertProviderSaw, liveStatus, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
+import { waitFor } from '../stack/wait-for.js';
 import { abandonSignal, approveRetrySignal } from '../workflows/contract.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 

@@ -5,10 +5,10 @@
 // deleted at the end; a killed run's stream is deleted by the next run.
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { DestinationSettings } from '../../activities/destinations/registry.js';
-import { preferredPort } from '../../harness/free-port.js';
 import { MAILPIT_MAX_MESSAGES, type MailpitServer, startMailpit } from '../../harness/mailpit.js';
 import { type NatsServer, startNats } from '../../harness/nats.js';
-import { createOrdersDatabase, type OrdersDatabase } from '../../harness/orders-db.js';
+import { preferredPort } from '../../stack/free-port.js';
+import { createOrdersDatabase, type OrdersDatabase } from '../../stack/orders-db.js';
 
 const STREAM_PREFIX = 'EFFECT_LEDGER_DEMO_';
 const ORDERS_DATABASE = 'effect_ledger_demo_orders';

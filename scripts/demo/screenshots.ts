@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { launchChromium } from '../../harness/chromium.js';
-import { waitFor } from '../../harness/wait-for.js';
+import { waitFor } from '../../stack/wait-for.js';
 
 export interface ScreenshotTargets {
   /** Mailpit's base URL and the message to open (its Mailpit ID) and a text it shows. */
