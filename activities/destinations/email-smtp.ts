@@ -5,49 +5,19 @@
 // matches substrings, so each hit is compared exactly. Mailpit prunes its oldest messages past its
 // `--max`: absence counts only while nothing was pruned or the oldest message predates the attempt.
 import nodemailer from 'nodemailer';
-import { z } from 'zod';
 import type {
   DestinationAdapter,
-  DestinationContract,
   LookupResult,
   ReadbackRequest,
   ReadbackResult,
   SendOutcome,
 } from '../../domain/destination-contract.js';
 import { canonicalJson, sha256Hex } from '../../ledger/fingerprint.js';
+import { emailSmtpContract } from './email-smtp-contract.js';
 import { foreignBodyVerdict } from './exact-match.js';
 import { getJson } from './http-read.js';
 
-const email = z
-  .object({
-    to: z.email().max(254),
-    subject: z.string().min(1).max(200),
-    text: z.string().min(1).max(10_000),
-  })
-  .strict();
-
-export const emailSmtpContract: DestinationContract = {
-  name: 'email-smtp',
-  mechanism: 'natural_key',
-  // Nothing at the destination remembers the Message-ID: no retention to declare.
-  keyRetentionSeconds: null,
-  // A Message-ID per revision: readback tells a revised email from the refused one's.
-  keyScope: 'revision',
-  operations: { 'email.send': email },
-  callTimeoutMs: 10_000,
-  // The mailbox is searched in full (while nothing was pruned), and an SMTP transaction cut before its
-  // final reply stores nothing: once the in-flight window passed, absence is real.
-  retryAfterProvenAbsence: true,
-  // Mailpit stores a message before it answers the final "."; a few seconds cover a slow write.
-  absenceGraceMs: 5_000,
-  readbackMaxIntervalMs: 60 * 60 * 1000,
-  buildPackage(effectId, _operation, payload) {
-    return { target: `SMTP to ${String(payload.to)}`, body: { ...payload, effect_id: effectId } };
-  },
-  describe(_operation, payload) {
-    return `email "${String(payload.subject)}" to ${String(payload.to)}`;
-  },
-};
+export { emailSmtpContract };
 
 export interface EmailSettings {
   smtpHost: string;
