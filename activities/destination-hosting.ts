@@ -17,12 +17,16 @@ export function hostedAdapter(destinations: Destinations, name: string): Destina
 /** Why this worker cannot carry it, in words an operator reads in the Web UI and `effect status`. */
 export function notHostedReason(destinations: Destinations, name: string): string {
   const hosted = Object.keys(destinations);
-  return `this worker does not host destination ${name} (it hosts ${hosted.length ? hosted.join(', ') : 'none'}): a worker configured for it must take it`;
+  return `destination ${name} is not hosted by this worker (it hosts: ${hosted.length ? hosted.join(', ') : 'none'})`;
 }
 
 /** The adapter, or a retryable failure: Temporal hands the activity again, to a worker that may host it. */
 export function requireHosted(destinations: Destinations, name: string): DestinationAdapter {
   const adapter = hostedAdapter(destinations, name);
-  if (!adapter) throw ApplicationFailure.retryable(notHostedReason(destinations, name), DESTINATION_NOT_HOSTED);
+  if (!adapter)
+    throw ApplicationFailure.retryable(
+      `${notHostedReason(destinations, name)}; retried until a worker that hosts it takes it`,
+      DESTINATION_NOT_HOSTED,
+    );
   return adapter;
 }

@@ -35,7 +35,7 @@ describe('a destination no polling worker hosts', () => {
         await stack.effects.approve(taskRequest(effectId, 'req-nh-1'));
         const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
         assert.match(waiting.awaiting ?? '', /nothing was sent/);
-        assert.match(waiting.awaiting ?? '', /it hosts none/);
+        assert.match(waiting.awaiting ?? '', /not hosted by this worker \(it hosts: none\)/);
         assert.deepEqual(waiting.attempts, [], 'no attempt in the workflow’s view');
         // The run is alive, and says so where an operator looks: its search attribute and its current details.
         const handle = stack.env.client.workflow.getHandle(effectId);
@@ -103,7 +103,8 @@ describe('a destination no polling worker hosts', () => {
         const report = await waitFor(async () => {
           const seen = await stack.effects.status(effectId);
           return seen.retrying?.some(
-            (r) => r.activity === 'readBack' && /does not host destination keyed-api/.test(r.lastFailure),
+            (r) =>
+              r.activity === 'readBack' && /destination keyed-api is not hosted by this worker/.test(r.lastFailure),
           )
             ? seen
             : undefined;
@@ -114,7 +115,7 @@ describe('a destination no polling worker hosts', () => {
         const cli = await runCli(stack, ['status', effectId]);
         assert.match(
           cli.stdout,
-          /retrying: readBack \(attempt \d+.*\): this worker does not host destination keyed-api/,
+          /retrying: readBack \(attempt \d+.*\): destination keyed-api is not hosted by this worker/,
         );
       } finally {
         await nowhere.stop();

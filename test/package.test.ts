@@ -13,8 +13,11 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { objectsFor } from '../harness/effect-probes.js';
 import { type Stack, stackEnvironment, startStack } from '../harness/local-stack.js';
+import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { readTrail } from '../ledger/trail.js';
+import { LEDGER_RECONCILER_SCHEDULE_ID } from '../workers/ledger-reconciler.js';
+import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../workflows/ledger-reconciler.js';
 import { TEST_TIMEOUT } from './support/isolation.js';
 import { type PaymentsApi, startPaymentsApi } from './support/payments-api.js';
 
@@ -182,9 +185,22 @@ describe('the packed package in a scratch project', { timeout: 300_000 }, () => 
     TEST_TIMEOUT,
     async () => {
       await worker?.kill();
+      // The packaged worker made the reconciler's schedule; the plugin makes it again beside its worker.
+      await stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).delete();
       worker = await timed('plugin worker start (bundle)', () =>
         startWorkerProcess(stack, undefined, { command: join(scratch, 'plugin-worker.mjs'), env: env() }),
       );
+      await waitFor(
+        () => stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).describe(),
+        'the plugin to make the reconciler schedule',
+      );
+      // The reconciler's activity runs on the plugin's worker, through a client on the worker's own connection.
+      const pass = await stack.env.client.workflow.execute(LEDGER_RECONCILER_WORKFLOW_TYPE, {
+        taskQueue: stack.taskQueue,
+        workflowId: 'reconciler-pass:pkg',
+        args: [30_000],
+      });
+      assert.deepEqual(pass, { checked: 0, resumed: [] });
       const greeting = await stack.env.client.workflow.execute('greeting', {
         taskQueue: stack.taskQueue,
         workflowId: 'greeting:pkg',

@@ -77,7 +77,7 @@ export async function awaitHostingWorker(run: EffectRun, end: NotHosted): Promis
   run.notHostedWaits += 1;
   const pause = backoffMs(run.notHostedWaits);
   run.await(
-    `a worker that hosts destination ${end.destination}; nothing was sent (${end.reason}); trying again in ${Math.round(pause / 1000)} s (abandon it if it will never be hosted)`,
+    `a worker that hosts destination ${end.destination} (nothing was sent; the worker asked said: ${end.reason}); trying again in ${Math.round(pause / 1000)} s (abandon it if it will never be hosted)`,
   );
   run.resendPending = true;
   await condition(() => run.decisions.length > 0, pause);
