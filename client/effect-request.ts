@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { destinationContracts } from '../activities/destinations/built-in-contracts.js';
 import { contractIn, type DestinationCatalog } from '../domain/destination.js';
-import type { DestinationContract, StepPlan } from '../domain/destination-contract.js';
+import type { DestinationContract, ReleasedPackage, StepPlan } from '../domain/destination-contract.js';
 import { EFFECT_ID_PATTERN, EFFECT_ID_RULE } from '../domain/effect-id.js';
 import { idempotencyKeyFor, MAIN_STEP, STEP_SOURCE } from '../domain/idempotency-key.js';
 import { cutText, findJsonProblem, MAX_JSON_DEPTH, RESERVED_KEYS, textProblem } from '../domain/storable.js';
@@ -184,6 +184,27 @@ export function validateEffectRequest(
 }
 
 /**
+ * The exact package a step's contract builds. A contract that cannot build one from this payload (a path field
+ * missing, say) refuses the request, typed, before anything is written.
+ */
+export function packageFor(
+  contract: DestinationContract,
+  reference: string,
+  operation: string,
+  payload: Record<string, unknown>,
+): ReleasedPackage {
+  try {
+    return contract.buildPackage(reference, operation, payload);
+  } catch (error) {
+    throw new InvalidEffectRequestError(
+      'invalid_payload',
+      `${contract.name} cannot build the package for ${operation}`,
+      [error instanceof Error ? error.message : String(error)],
+    );
+  }
+}
+
+/**
  * What approval writes: the effect's registration, and the exact packages that will leave, one per step —
  * fixed now, with the approval, and never rebuilt (its immutable release). A step's package carries its
  * own reference: the effect ID for `main`, the step's key for the others, so readback tells them apart.
@@ -198,7 +219,7 @@ export function approvalRecords(
   const steps = valid.steps.map((plan, i): ReleasedStep => {
     const contract = contractIn(catalog, plan.destination) as DestinationContract;
     const idempotencyKey = idempotencyKeyFor(valid.effectId, plan.step);
-    const pkg = contract.buildPackage(idempotencyKey, plan.operation, plan.payload);
+    const pkg = packageFor(contract, idempotencyKey, plan.operation, plan.payload);
     return {
       step: plan.step,
       position: i + 1,

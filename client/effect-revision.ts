@@ -15,7 +15,7 @@ import { InvalidEffectRequestError, RevisionRefusedError } from '../ledger/error
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import type { RevisionRecord } from '../ledger/revision.js';
 import type { EffectTrail } from '../ledger/trail.js';
-import { validateEffectRequest } from './effect-request.js';
+import { packageFor, validateEffectRequest } from './effect-request.js';
 
 export const revisionRequestSchema = z
   .object({
@@ -81,7 +81,7 @@ export function planRevision(
       throw new RevisionRefusedError(effect.effectId, 'intent_changed', `step ${plan.step} was never released`);
     if (settled.has(plan.step)) {
       // As it happened: the same package under the same key, or the revision is refused.
-      const again = contract.buildPackage(before.idempotencyKey, plan.operation, plan.payload);
+      const again = packageFor(contract, before.idempotencyKey, plan.operation, plan.payload);
       if (sha256Hex(canonicalJson(again.body)) !== before.bodySha256)
         throw new RevisionRefusedError(
           effect.effectId,
@@ -91,7 +91,7 @@ export function planRevision(
       return { ...before, package: before.package as typeof again, idempotencyKey: before.idempotencyKey };
     }
     const idempotencyKey = revisionKeyFor(effect.effectId, plan.step, revision, contract.keyScope);
-    const pkg = contract.buildPackage(idempotencyKey, plan.operation, plan.payload);
+    const pkg = packageFor(contract, idempotencyKey, plan.operation, plan.payload);
     const drift: string[] = (['destination', 'operation'] as const).filter((f) => plan[f] !== original[f]);
     if (pkg.target !== original.target) drift.push('target');
     if (drift.length)

@@ -16,7 +16,7 @@ import {
 } from '../activities/destinations/http-destination.js';
 import { keyedApiSpec } from '../activities/destinations/keyed-api.js';
 import { DestinationModuleError, loadDestinations } from '../client/destination-modules.js';
-import { validateEffectRequest } from '../client/effect-request.js';
+import { approvalRecords, validateEffectRequest } from '../client/effect-request.js';
 import {
   catalogOf,
   contractIssues,
@@ -175,6 +175,20 @@ describe('defining a destination', () => {
       target: 'POST /v1/charges/ch%201/refunds',
       body: { charge: 'ch 1', metadata: { effect_id: 'refund:1' } },
     });
+    // A path field that would move the request elsewhere once the URL is normalised refuses the approval, typed.
+    const dotted = catalogOf([stamped]);
+    const request = {
+      effectId: 'refund:dots',
+      destination: 'keyed-api',
+      operation: 'refund.create',
+      payload: { charge: '..' },
+      approvedBy: 'ana@example.com',
+      authorizationRef: 'T-1',
+    };
+    assert.throws(
+      () => approvalRecords(validateEffectRequest(request, dotted), dotted),
+      (error) => error instanceof InvalidEffectRequestError && /no usable value/.test(error.message),
+    );
     const hosted = httpDestination({ ...spec, baseUrl: ({ env }) => env.KEYED_URL });
     assert.equal(hosted.connect({ env: {} }), undefined);
     assert.equal(

@@ -3,6 +3,8 @@
 // parameters, 409 while the key is in flight — and reads back by key, then by the stamped reference once the
 // key is forgotten. A declaration whose API keeps no body hash computes it from the object's fields.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { httpAdapter, valueAt } from '../activities/destinations/http-destination.js';
 import { bodySha256Of } from '../activities/destinations/index.js';
@@ -112,5 +114,24 @@ describe('the declarative HTTP destination against the simulator', () => {
       bodySha256: bodySha256Of({ title: 'Prepare preview' }),
     });
     assert.equal(otherBody.exists && otherBody.matchesRelease, false);
+  });
+
+  test('a redirect is answered, never followed: unknown, and the request went once', async () => {
+    let requests = 0;
+    const redirecting = createServer((req, res) => {
+      requests += 1;
+      req.resume();
+      res.writeHead(307, { location: '/elsewhere' }).end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = redirecting.address() as AddressInfo;
+      const moved = keyedApi(`http://127.0.0.1:${port}`);
+      const sent = await moved.send(sendable(moved, 'task:H-6', { title: 'Moved', request: 'h-6' }).send);
+      assert.equal(sent.class, 'unknown', JSON.stringify(sent));
+      assert.equal(requests, 1);
+    } finally {
+      redirecting.close();
+    }
   });
 });

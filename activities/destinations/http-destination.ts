@@ -170,12 +170,13 @@ function stamped(value: Record<string, unknown>, path: string, stamp: string): R
   return { ...value, [head]: rest.length ? stamped(isRecord(inner) ? inner : {}, rest.join('.'), stamp) : stamp };
 }
 
-/** `{name}` placeholders filled, URL-encoded; null when one has no text value. */
+/** `{name}` placeholders filled, URL-encoded; null when one has no usable value (none, empty, `.` or `..`). */
 function filled(template: string, lookup: (name: string) => unknown): string | null {
   let missing = false;
   const path = template.replace(/\{([^{}]+)\}/g, (_, name: string) => {
     const value = lookup(name);
-    if (typeof value !== 'string' && typeof value !== 'number') {
+    // `.` and `..` would move the request to another path once the URL is normalised: never a segment.
+    if ((typeof value !== 'string' && typeof value !== 'number') || value === '.' || value === '..' || value === '') {
       missing = true;
       return '';
     }
@@ -275,7 +276,10 @@ export function httpContract(spec: HttpDestinationSpec): DestinationContract {
       if (valueAt(body, spec.reference) !== reference)
         throw new Error(`${spec.name} ${operation}: the body must carry the step's reference at ${spec.reference}`);
       const path = filled(op.path, (field) => valueAt(body, field));
-      if (path === null) throw new Error(`${spec.name} ${operation}: the body lacks a field the path ${op.path} needs`);
+      if (path === null)
+        throw new Error(
+          `${spec.name} ${operation}: the body has no usable value for a field the path ${op.path} needs`,
+        );
       return { target: fitted(op.target ? op.target(payload) : `${op.method ?? 'POST'} ${path}`), body };
     },
     describe(operation, payload) {

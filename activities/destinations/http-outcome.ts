@@ -132,6 +132,9 @@ export async function sendJson(
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
+      // A redirect is answered, never followed: following turns a POST into a GET elsewhere (or sends it, key
+      // and credential, to another host), so a 3xx is unknown — the request may have been applied — and read back.
+      redirect: 'manual',
     });
     text = await response.text();
   } catch (error) {
