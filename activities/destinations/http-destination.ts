@@ -122,6 +122,8 @@ export interface HttpDestinationSpec {
   object: {
     /** Its URL under the base URL, ending in `{id}`: `/v1/objects/{id}`. */
     path: string;
+    /** What the API calls its objects, for the reasons an operator reads (default `object`: "no matching payment"). */
+    noun?: string;
     /** Dot paths of its ID (default `id`) and its creation time (default `created_at`). */
     id?: string;
     createdAt?: string;
@@ -304,6 +306,8 @@ export function httpAdapter(
   const contract = httpContract(spec);
   const baseUrl = base.replace(/\/+$/, '');
   const auth = credential ? (spec.credentialHeaders ?? ((c) => bearer(c)))(credential) : {};
+  const noun = spec.object.noun ?? 'object';
+  const aNoun = `${/^[aeiou]/i.test(noun) ? 'an' : 'a'} ${noun}`;
   const idField = spec.object.id ?? 'id';
   const createdField = spec.object.createdAt ?? 'created_at';
   const objectPrefix = spec.object.path.slice(0, -'{id}'.length);
@@ -378,7 +382,7 @@ export function httpAdapter(
     if (!objectId) return undefined;
     const object = await getJson<unknown>(objectUrl(objectId), request, auth);
     if (object.status === 200 && isExact(object.body, request))
-      return found(object.body, 'idempotency_key', 'the key maps to an object carrying our reference and body');
+      return found(object.body, 'idempotency_key', `the key maps to ${aNoun} carrying our reference and body`);
     return undefined;
   }
 
@@ -412,7 +416,7 @@ export function httpAdapter(
           ) ?? {
             outcome: 'absent',
             coverage: 'complete',
-            detail: { method, reason: 'no object carries our reference and body', scanned },
+            detail: { method, reason: `no ${noun} carries our reference and body`, scanned },
           }
         );
       after = textAt(items.at(-1), idField);
@@ -453,21 +457,21 @@ export function httpAdapter(
       method,
       scanned,
       reachedBack || !cursor ? 'complete' : 'partial',
-      'a listed object carries our reference and body',
+      `a listed ${noun} carries our reference and body`,
     );
     if (verdict) return verdict;
     if (seenAll)
       return {
         outcome: 'absent',
         coverage: 'complete',
-        detail: { method, reason: 'the listing covers the attempt window and holds no matching object', scanned },
+        detail: { method, reason: `the listing covers the attempt window and holds no matching ${noun}`, scanned },
       };
     return {
       outcome: 'inconclusive',
       coverage: 'partial',
       detail: {
         method,
-        reason: `not among the newest ${scanned} objects, and the listing does not reach back to the attempt`,
+        reason: `not among the newest ${scanned} ${noun}s, and the listing does not reach back to the attempt`,
         scanned,
       },
     };
@@ -490,7 +494,7 @@ export function httpAdapter(
       const { status, headers: answered, body } = answer;
       if (status >= 200 && status < 300) {
         const id = textAt(body, idField);
-        if (!id) return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without an object ID', body } };
+        if (!id) return { class: 'unknown', httpStatus: status, detail: { reason: `2xx without ${aNoun} ID`, body } };
         const replay = spec.idempotencyKey?.replayedHeader;
         const replayed = replay ? answered.get(replay) === 'true' : false;
         return {

@@ -29,7 +29,7 @@ export const socialFeedSpec: HttpDestinationSpec = {
       target: (payload) => `POST /social/v1/posts channel=${String(payload.channel)}`,
     },
   },
-  object: { path: '/social/v1/posts/{id}', id: 'id', createdAt: 'created_at', bodySha256: 'body_sha256' },
+  object: { path: '/social/v1/posts/{id}', noun: 'post', id: 'id', createdAt: 'created_at', bodySha256: 'body_sha256' },
   // The provider documents that listing shows only its newest 100 posts, 50 a page: absent only if the listing
   // reached back past the attempt, or ended short of that limit.
   readback: [
