@@ -26,7 +26,12 @@ export type {
 } from '../domain/destination-contract.js';
 export { EFFECT_STAGES, type EffectStage, isTerminal } from '../domain/stages.js';
 export { DEFAULT_DATABASE_URL, databaseUrl, type Ledger, openLedger, ownerDatabaseUrl } from '../ledger/db.js';
-export { EffectConflictError, EffectNotFoundError, InvalidEffectRequestError } from '../ledger/errors.js';
+export {
+  EffectConflictError,
+  EffectNotFoundError,
+  EffectNotRunningError,
+  InvalidEffectRequestError,
+} from '../ledger/errors.js';
 export { migrateLedger } from '../ledger/migrate.js';
 export {
   BUILT_IN_DESTINATIONS,
@@ -44,6 +49,7 @@ export {
   type RetryingActivity,
 } from './effect-ledger-client.js';
 export { type OpenEffectLedgerOptions, type OpenedEffectLedger, openEffectLedger } from './open-effect-ledger.js';
+export type { ReconcilerPassOptions, ReconcilerPassReport } from './reconciler-pass.js';
 export { loadTemporalConfig, type TemporalConfig } from './temporal-config.js';
 export {
   connectTemporalClient,

@@ -25,7 +25,12 @@ import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import type { DestinationCatalog, DestinationContext, KnownDestination } from '../domain/destination.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { hostDestinations } from './hosted-destinations.js';
-import { createReconcilerActivities, ensureReconcilerSchedule } from './ledger-reconciler.js';
+import {
+  createReconcilerActivities,
+  ensureReconcilerSchedule,
+  passLogFields,
+  type ReconcilerPassObserver,
+} from './ledger-reconciler.js';
 import { workflowsPath } from './workflows-path.js';
 
 export interface EffectLedgerPluginOptions {
@@ -53,6 +58,8 @@ export interface EffectLedgerPluginOptions {
    * false: neither (the reconciler's activity is still hosted, for a schedule kept elsewhere).
    */
   reconciler?: false | { everyMs?: number; olderThanMs?: number };
+  /** Counts the reconciler's passes, scheduled and local (the worker process's metrics). */
+  reconcilerObserver?: ReconcilerPassObserver;
 }
 
 /** The plugin's name, as Temporal reports it. */
@@ -107,7 +114,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
     this.configured.set(options.taskQueue, { effects, namespace });
     const ours: Record<string, unknown> = {
       ...createActivities({ db, destinations: this.hosted, ...(metrics ? { metrics } : {}) }),
-      ...createReconcilerActivities(effects),
+      ...createReconcilerActivities(effects, this.settings.reconcilerObserver),
     };
     // The effect workflow schedules its activities by these names: a worker's own activity of the same name would
     // be replaced silently, so it is refused.
@@ -151,11 +158,26 @@ export class EffectLedgerPlugin extends SimplePlugin {
       logger.warn('ledger reconciler schedule could not be created', { error: (error as Error).message });
     }
     // The same pass from every worker on a timer as well: the schedule is what operators see, but in one chaos
-    // seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent.
+    // seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent. One at a time:
+    // a pass longer than the period is not joined by another from the same worker.
+    const observer = this.settings.reconcilerObserver;
+    let passing = false;
     const localPass = setInterval(() => {
-      effects.resumeStranded(olderThanMs).catch((error: unknown) => {
-        logger.warn('ledger reconciler pass failed', { error: (error as Error).message });
-      });
+      if (passing) return;
+      passing = true;
+      effects
+        .resumeStranded({ olderThanMs })
+        .then((report) => {
+          logger.info('ledger reconciler pass', passLogFields(report, 'timer'));
+          observer?.passed(report);
+        })
+        .catch((error: unknown) => {
+          logger.warn('ledger reconciler pass failed', { error });
+          observer?.failed();
+        })
+        .finally(() => {
+          passing = false;
+        });
     }, everyMs);
     localPass.unref();
     try {

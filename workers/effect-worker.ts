@@ -12,6 +12,7 @@ import {
 import type { ActivityDeps } from '../activities/index.js';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { EffectLedgerPlugin, type EffectLedgerPluginOptions } from './effect-ledger-plugin.js';
+import type { ReconcilerPassObserver } from './ledger-reconciler.js';
 import { workflowsPath } from './workflows-path.js';
 
 export { workflowsPath };
@@ -38,6 +39,8 @@ export interface EffectWorkerOptions extends Omit<ActivityDeps, 'destinations'> 
   identity?: string;
   /** The client the ledger reconciler's activity resumes stranded effects through (default: one of its own). */
   effects?: EffectLedgerClient;
+  /** Counts the reconciler activity's passes (the worker process's metrics). */
+  reconcilerObserver?: ReconcilerPassObserver;
   /**
    * The reconciler's schedule and local pass beside the worker (the worker process keeps them); default off, so
    * a test's worker never starts a pass of its own.

@@ -22,7 +22,11 @@ export {
 export { bundleEffectWorkflows, createEffectWorker, type EffectWorkerOptions, workflowsPath } from './effect-worker.js';
 export { type HostedDestinations, hostDestinations, loadWorkerDestinations } from './hosted-destinations.js';
 export { jsonLogger } from './json-log.js';
-export { ensureReconcilerSchedule, LEDGER_RECONCILER_SCHEDULE_ID } from './ledger-reconciler.js';
+export {
+  ensureReconcilerSchedule,
+  LEDGER_RECONCILER_SCHEDULE_ID,
+  type ReconcilerPassObserver,
+} from './ledger-reconciler.js';
 export { createWorkerMetrics, serveMetrics, type WorkerMetrics } from './metrics.js';
 export { installWorkerRuntime } from './runtime.js';
 export { connectWorkerNative } from './temporal-worker-connection.js';

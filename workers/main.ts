@@ -5,7 +5,8 @@
 // EFFECT_LEDGER_DESTINATIONS (the destinations modules to load, comma-separated; `built-in` for the ones this
 // package ships, the default), EFFECT_LEDGER_CREDENTIAL_<DESTINATION>[_FILE] (each destination's credential),
 // EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow is
-// resumed), EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
+// resumed), EFFECT_LEDGER_RECONCILE_PAGE_SIZE (default 500: unfinished effects per reconciler page; docs/reconciler.md),
+// EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
 // endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
 // activities get to finish). A thin user of the worker plugin (effect-ledger-plugin.ts), which also keeps the ledger
@@ -54,12 +55,20 @@ logger.info('connecting to Temporal', { target: describeTarget(config) });
 const connection = await connectWorkerNative(config);
 const client = await connectTemporalClient(config);
 try {
+  const pageSize = process.env.EFFECT_LEDGER_RECONCILE_PAGE_SIZE;
   const effectLedger = new EffectLedgerPlugin({
     db: ledger.db,
     destinations,
     metrics: metrics.effects,
-    effects: new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue, destinations }),
+    effects: new EffectLedgerClient({
+      client,
+      db: ledger.db,
+      taskQueue: config.taskQueue,
+      destinations,
+      ...(pageSize ? { reconcilerPageSize: Number(pageSize) } : {}),
+    }),
     reconciler: { everyMs: reconcileEveryMs },
+    reconcilerObserver: metrics.reconciler,
   });
   const worker = await Worker.create({
     connection,
