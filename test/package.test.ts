@@ -200,7 +200,8 @@ describe('the packed package in a scratch project', { timeout: 300_000 }, () => 
         workflowId: 'reconciler-pass:pkg',
         args: [30_000],
       });
-      assert.deepEqual(pass, { checked: 0, resumed: [] });
+      const { checked, resumed, couldNotStart } = pass as { checked: number; resumed: number; couldNotStart: number };
+      assert.deepEqual({ checked, resumed, couldNotStart }, { checked: 0, resumed: 0, couldNotStart: 0 });
       const greeting = await stack.env.client.workflow.execute('greeting', {
         taskQueue: stack.taskQueue,
         workflowId: 'greeting:pkg',
