@@ -3,11 +3,12 @@
 // runs this with maximumAttempts 1, and anything it cannot finish becomes UNKNOWN and a readback.
 import { Context, log } from '@temporalio/activity';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
-import { stageAfterStepOutcome } from '../domain/stages.js';
+import { isTerminal, stageAfterStepOutcome } from '../domain/stages.js';
 import { beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { recordEvidence } from '../ledger/progress.js';
 import { readAttempt, readRelease } from '../ledger/trail.js';
+import { hostedAdapter, notHostedReason } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import type { AttemptRef } from './effect-activities.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
@@ -40,7 +41,9 @@ export type AttemptReport =
   /** Nothing written: attempts this run did not make exist (an earlier run's), or the effect is terminal. */
   | { kind: 'earlier-attempts'; highestAttempt: number; firstAttemptStartedAt: string | null; stage: string | null }
   /** Nothing written: no release row (an effect approved before releases were made at approval). */
-  | { kind: 'unreleased' };
+  | { kind: 'unreleased' }
+  /** Nothing written: this worker does not host the step's destination; a worker that does must make the attempt. */
+  | { kind: 'not-hosted'; destination: string; reason: string };
 
 export function createAttemptActivities({
   db,
@@ -56,13 +59,18 @@ export function createAttemptActivities({
     async attemptOnce(request: AttemptRequest): Promise<AttemptReport> {
       const { info } = Context.current();
       const deadline = Date.now() + info.startToCloseTimeoutMs;
-      const begun = await beginAttempt(db, {
-        ...request,
-        workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow',
-      });
+      const begun = await beginAttempt(
+        db,
+        { ...request, workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow' },
+        Object.keys(destinations),
+      );
       if (begun.fact) return { kind: 'recorded-before', fact: begun.fact };
       if (!begun.release) return { kind: 'unreleased' };
       if (!begun.attempt) {
+        const { destination } = begun.release;
+        const open = begun.stage !== null && !isTerminal(begun.stage);
+        if (open && begun.highestAttempt < request.attemptNumber && !hostedAdapter(destinations, destination))
+          return { kind: 'not-hosted', destination, reason: notHostedReason(destinations, destination) };
         return {
           kind: 'earlier-attempts',
           highestAttempt: begun.highestAttempt,
@@ -147,13 +155,9 @@ export function createAttemptActivities({
         detail: { reason: `too little time left before the activity's deadline (${left} ms): nothing was sent` },
       };
     }
-    const adapter = destinations[release.destination];
-    if (!adapter) {
-      return {
-        class: 'not_sent',
-        detail: { reason: `no adapter for destination ${release.destination} on this worker` },
-      };
-    }
+    // beginAttempt wrote no attempt for a destination this worker does not host; this is only a guard.
+    const adapter = hostedAdapter(destinations, release.destination);
+    if (!adapter) return { class: 'not_sent', detail: { reason: notHostedReason(destinations, release.destination) } };
     return adapter.send({
       effectId: attempt.effectId,
       idempotencyKey: attempt.idempotencyKey,

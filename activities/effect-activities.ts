@@ -11,6 +11,7 @@ import { LedgerInvariantError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { recordAttempt, recordEvidence, releaseEffect } from '../ledger/progress.js';
 import { readEffect, readRelease } from '../ledger/trail.js';
+import { requireHosted } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 
@@ -45,13 +46,6 @@ function invariantFailure(error: unknown): never {
   throw error;
 }
 
-function adapterFor(destinations: Destinations, name: string) {
-  const adapter = Object.hasOwn(destinations, name) ? destinations[name] : undefined;
-  if (!adapter)
-    throw ApplicationFailure.nonRetryable(`no adapter for destination ${name} on this worker`, 'UnknownDestination');
-  return adapter;
-}
-
 export function createEffectActivities({ db, destinations, metrics = NO_METRICS }: ActivityDeps) {
   return {
     /** prepared → released: fixes the exact package from the approved payload (revision 1). */
@@ -62,7 +56,7 @@ export function createEffectActivities({ db, destinations, metrics = NO_METRICS 
           `effect ${effectId} is not in the ledger; approve it first`,
           'EffectNotFound',
         );
-      const pkg = adapterFor(destinations, effect.destination).buildPackage(
+      const pkg = requireHosted(destinations, effect.destination).buildPackage(
         effectId,
         effect.operation,
         effect.payload as Record<string, unknown>,
@@ -128,7 +122,7 @@ export function createEffectActivities({ db, destinations, metrics = NO_METRICS 
           `release ${attempt.effectId}#${releaseRevision} not found`,
           'ReleaseNotFound',
         );
-      const adapter = adapterFor(destinations, found.destination);
+      const adapter = requireHosted(destinations, found.destination);
       // The exact released package leaves, never a re-derivation of it.
       const pkg = found.release.package as ReleasedPackage;
       const outcome = await adapter.send({

@@ -12,6 +12,7 @@ import { type EffectStage, stageAfterStepFound } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { type DecisionInput, recordDecision, recordEvidence } from '../ledger/progress.js';
 import { lastAttemptStartedAt, readEffect, readRelease } from '../ledger/trail.js';
+import { requireHosted } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 
@@ -61,9 +62,8 @@ export function createReconciliationActivities({
         `release ${target.effectId}#${target.releaseRevision} step ${target.step} not found`,
         'ReleaseNotFound',
       );
-    const adapter = Object.hasOwn(destinations, found.destination) ? destinations[found.destination] : undefined;
-    if (!adapter)
-      throw ApplicationFailure.nonRetryable(`no adapter for destination ${found.destination}`, 'UnknownDestination');
+    // Not hosted here: retried (by Temporal) until a worker that hosts the destination takes it.
+    const adapter = requireHosted(destinations, found.destination);
     // A step's object carries the step's own reference, its released key: the effect ID for main, effectID~step
     // for another, with `#r<n>` in a revision of a revision-scoped destination (client/effect-request.ts).
     const reference = found.release.idempotencyKey;

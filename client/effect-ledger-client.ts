@@ -10,8 +10,9 @@
 // lasting record of which effect IDs exist.
 import { randomUUID } from 'node:crypto';
 import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import { destinationContracts } from '../activities/destinations/registry.js';
+import { builtInContracts } from '../activities/destinations/built-in-contracts.js';
 import type { DecisionKind } from '../domain/decisions.js';
+import { catalogOf, contractIn, type DestinationCatalog, type KnownDestination } from '../domain/destination.js';
 import { type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { EffectNotFoundError, EffectNotRunningError, RevisionRefusedError } from '../ledger/errors.js';
@@ -65,6 +66,11 @@ export interface EffectLedgerClientOptions {
   absenceGraceMs?: number;
   /** Unfinished effects the ledger reconciler reads per page (default 500; docs/reconciler.md). */
   reconcilerPageSize?: number;
+  /**
+   * The destinations approvals may name, as destinations or bare contracts (default: the built-ins). Every
+   * approval, revision and run is validated against these; a worker hosts the adapters.
+   */
+  destinations?: readonly KnownDestination[];
 }
 
 const DEFAULT_READBACK_INTERVAL_MS = 10 * 60 * 1000;
@@ -91,16 +97,42 @@ export interface EffectReport {
   live: EffectStatus | null;
   /** Set when the live view could not be had in time (Temporal unreachable, no worker polling): what was not seen. */
   liveUnavailable?: string;
+  /**
+   * Activities of the running workflow that Temporal is retrying, with their last failure: a readback on a worker
+   * that does not host the destination, say. Absent when none is retrying.
+   */
+  retrying?: RetryingActivity[];
+}
+
+export interface RetryingActivity {
+  activity: string;
+  attempt: number;
+  lastFailure: string;
+  /** The worker that failed it last. */
+  worker?: string;
 }
 
 /** How long `status` waits for Temporal before answering from the ledger alone. */
 const LIVE_VIEW_DEADLINE_MS = 3000;
 
 export class EffectLedgerClient {
-  constructor(private readonly options: EffectLedgerClientOptions) {}
+  /** What approvals are validated against: the contracts of the destinations this client was given. */
+  readonly destinations: DestinationCatalog;
+
+  constructor(private readonly options: EffectLedgerClientOptions) {
+    this.destinations = catalogOf(options.destinations ?? builtInContracts);
+  }
+
+  /** The Temporal client runs are started and read through. */
+  get temporal(): Client {
+    return this.options.client;
+  }
 
   async approve(request: unknown): Promise<ApprovalResult> {
-    const { registration, release } = approvalRecords(validateEffectRequest(request));
+    const { registration, release } = approvalRecords(
+      validateEffectRequest(request, this.destinations),
+      this.destinations,
+    );
     const { effect, created } = await registerEffect(this.options.db, registration, release);
     const stage = effect.stage as EffectStage;
     if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
@@ -139,7 +171,7 @@ export class EffectLedgerClient {
       if (same) return same;
       throw refused(trail.effect.stage);
     }
-    const record = planRevision(trail, request);
+    const record = planRevision(trail, request, this.destinations);
     try {
       await recordRevision(db, record);
     } catch (error) {
@@ -163,8 +195,8 @@ export class EffectLedgerClient {
    * sends anything. Callers never start an effect the ledger shows as terminal.
    */
   private async startRun(effect: EffectRow, releasedSteps?: { step: string; destination: string }[]): Promise<void> {
-    const contract = destinationContracts[effect.destination];
-    if (!contract) throw new Error(`effect ${effect.effectId}: no destination ${effect.destination} is known here`);
+    const contract = contractIn(this.destinations, effect.destination);
+    if (!contract) throw new Error(`effect ${effect.effectId}: ${notKnownHere(effect.destination)}`);
     // A revised effect's run sends its latest revision; an approval's input stays what v3/v4 took.
     const revised = effect.revision > 1;
     const released = releasedSteps ?? (await readReleasedSteps(this.options.db, effect.effectId));
@@ -224,8 +256,8 @@ export class EffectLedgerClient {
 
   /** A step's policy is its own destination's, with this client's overrides. */
   private stepInput(step: string, destination: string): StepInput {
-    const contract = destinationContracts[destination];
-    if (!contract) throw new Error(`step ${step}: no destination ${destination} is known here`);
+    const contract = contractIn(this.destinations, destination);
+    if (!contract) throw new Error(`step ${step}: ${notKnownHere(destination)}`);
     const interval = this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS;
     return {
       step,
@@ -259,10 +291,10 @@ export class EffectLedgerClient {
     const trail = await readTrail(this.options.db, effectId);
     if (!trail) throw new EffectNotFoundError(effectId);
     try {
-      const live = await this.options.client.withDeadline(Date.now() + LIVE_VIEW_DEADLINE_MS, () =>
+      const { live, retrying } = await this.options.client.withDeadline(Date.now() + LIVE_VIEW_DEADLINE_MS, () =>
         this.live(effectId),
       );
-      return { trail, live };
+      return { trail, live, ...(retrying.length ? { retrying } : {}) };
     } catch (error) {
       // The ledger answers on its own: say which part could not be seen, and why.
       const why = error instanceof Error ? error.message : String(error);
@@ -314,14 +346,26 @@ export class EffectLedgerClient {
     return listStartFailures(this.options.db, limit);
   }
 
-  private async live(effectId: string): Promise<EffectStatus | null> {
+  private async live(effectId: string): Promise<{ live: EffectStatus | null; retrying: RetryingActivity[] }> {
     const handle = this.options.client.workflow.getHandle(effectId);
     try {
       const description = await handle.describe();
-      if (description.status.name !== 'RUNNING') return null;
-      return await handle.query(statusQuery);
+      if (description.status.name !== 'RUNNING') return { live: null, retrying: [] };
+      const retrying = (description.raw.pendingActivities ?? []).flatMap((pending): RetryingActivity[] =>
+        pending.lastFailure?.message
+          ? [
+              {
+                activity: pending.activityType?.name ?? '(activity)',
+                attempt: pending.attempt ?? 0,
+                lastFailure: pending.lastFailure.message,
+                ...(pending.lastWorkerIdentity ? { worker: pending.lastWorkerIdentity } : {}),
+              },
+            ]
+          : [],
+      );
+      return { live: await handle.query(statusQuery), retrying };
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return null;
+      if (error instanceof WorkflowNotFoundError) return { live: null, retrying: [] };
       throw error;
     }
   }
@@ -343,4 +387,8 @@ function fingerprintOf(effect: EffectRow, request: RevisionRequest): string | nu
   } catch {
     return null;
   }
+}
+
+function notKnownHere(destination: string): string {
+  return `no destination ${destination} is known to this client (give it that destination: the destinations option, or EFFECT_LEDGER_DESTINATIONS)`;
 }

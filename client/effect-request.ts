@@ -1,8 +1,9 @@
 // What backend code sends to approve an effect, and its validation. A request that fails here gets
 // a typed InvalidEffectRequestError and writes nothing.
 import { z } from 'zod';
-import { destinationContracts } from '../activities/destinations/registry.js';
-import type { DestinationContract, StepPlan } from '../domain/destination-contract.js';
+import { destinationContracts } from '../activities/destinations/built-in-contracts.js';
+import { contractIn, type DestinationCatalog } from '../domain/destination.js';
+import type { DestinationContract, ReleasedPackage, StepPlan } from '../domain/destination-contract.js';
 import { EFFECT_ID_PATTERN, EFFECT_ID_RULE } from '../domain/effect-id.js';
 import { idempotencyKeyFor, MAIN_STEP, STEP_SOURCE } from '../domain/idempotency-key.js';
 import { cutText, findJsonProblem, MAX_JSON_DEPTH, RESERVED_KEYS, textProblem } from '../domain/storable.js';
@@ -48,7 +49,12 @@ const STEP_PATTERN = new RegExp(STEP_SOURCE);
  * The operation's outbound steps: its contract's plan for a multi-step operation, else one `main` step.
  * Each step is checked against its own destination's operation, as a single-step request would be.
  */
-function planSteps(contract: DestinationContract, operation: string, payload: Record<string, unknown>): StepPlan[] {
+function planSteps(
+  contract: DestinationContract,
+  operation: string,
+  payload: Record<string, unknown>,
+  catalog: DestinationCatalog,
+): StepPlan[] {
   const split = contract.steps && Object.hasOwn(contract.steps, operation) ? contract.steps[operation] : undefined;
   if (!split) return [{ step: MAIN_STEP, destination: contract.name, operation, payload }];
   const steps = split(payload);
@@ -59,9 +65,7 @@ function planSteps(contract: DestinationContract, operation: string, payload: Re
   if (new Set(names).size !== names.length) issues.push(`step names repeat: ${names.join(', ')}`);
   for (const step of steps) {
     if (!STEP_PATTERN.test(step.step)) issues.push(`step ${JSON.stringify(step.step)} is not a step name`);
-    const target = Object.hasOwn(destinationContracts, step.destination)
-      ? destinationContracts[step.destination]
-      : undefined;
+    const target = contractIn(catalog, step.destination);
     const schema =
       target && Object.hasOwn(target.operations, step.operation) ? target.operations[step.operation] : undefined;
     if (!schema) {
@@ -119,21 +123,23 @@ function issuesOf(error: { issues: readonly { path: readonly PropertyKey[]; mess
   return error.issues.map((issue) => `${issue.path.map(String).join('.') || '(request)'}: ${issue.message}`);
 }
 
-export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
+/** Validates against the destinations a client was given (default: the built-ins). */
+export function validateEffectRequest(
+  raw: unknown,
+  catalog: DestinationCatalog = destinationContracts,
+): ValidatedEffectRequest {
   refusePoison(raw);
   const parsed = effectRequestSchema.safeParse(raw);
   if (!parsed.success)
     throw new InvalidEffectRequestError('malformed', 'malformed effect request', issuesOf(parsed.error));
   const request = parsed.data;
   // Object.hasOwn: "constructor" or "toString" name no destination, whatever Object.prototype holds.
-  const contract = Object.hasOwn(destinationContracts, request.destination)
-    ? destinationContracts[request.destination]
-    : undefined;
+  const contract = contractIn(catalog, request.destination);
   if (!contract) {
     throw new InvalidEffectRequestError(
       'unknown_destination',
       `unknown destination ${JSON.stringify(request.destination)}`,
-      [`known: ${Object.keys(destinationContracts).join(', ')}`],
+      [`known: ${Object.keys(catalog).join(', ') || '(none)'}`],
     );
   }
   const payloadSchema = Object.hasOwn(contract.operations, request.operation)
@@ -173,8 +179,29 @@ export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
     contract,
     fingerprint: effectFingerprint(request),
     summary: oneLine(request.summary ?? contract.describe(request.operation, request.payload)),
-    steps: planSteps(contract, request.operation, payload.data),
+    steps: planSteps(contract, request.operation, payload.data, catalog),
   };
+}
+
+/**
+ * The exact package a step's contract builds. A contract that cannot build one from this payload (a path field
+ * missing, say) refuses the request, typed, before anything is written.
+ */
+export function packageFor(
+  contract: DestinationContract,
+  reference: string,
+  operation: string,
+  payload: Record<string, unknown>,
+): ReleasedPackage {
+  try {
+    return contract.buildPackage(reference, operation, payload);
+  } catch (error) {
+    throw new InvalidEffectRequestError(
+      'invalid_payload',
+      `${contract.name} cannot build the package for ${operation}`,
+      [error instanceof Error ? error.message : String(error)],
+    );
+  }
 }
 
 /**
@@ -182,14 +209,17 @@ export function validateEffectRequest(raw: unknown): ValidatedEffectRequest {
  * fixed now, with the approval, and never rebuilt (its immutable release). A step's package carries its
  * own reference: the effect ID for `main`, the step's key for the others, so readback tells them apart.
  */
-export function approvalRecords(valid: ValidatedEffectRequest): {
+export function approvalRecords(
+  valid: ValidatedEffectRequest,
+  catalog: DestinationCatalog = destinationContracts,
+): {
   registration: EffectRegistration;
   release: InitialRelease;
 } {
   const steps = valid.steps.map((plan, i): ReleasedStep => {
-    const contract = destinationContracts[plan.destination] as DestinationContract;
+    const contract = contractIn(catalog, plan.destination) as DestinationContract;
     const idempotencyKey = idempotencyKeyFor(valid.effectId, plan.step);
-    const pkg = contract.buildPackage(idempotencyKey, plan.operation, plan.payload);
+    const pkg = packageFor(contract, idempotencyKey, plan.operation, plan.payload);
     return {
       step: plan.step,
       position: i + 1,

@@ -6,7 +6,8 @@
 // channel posted on). A change there is another effect, approved under another ID. The payload may change
 // otherwise: the amount, the text. Steps that already have their fact stay exactly as they happened.
 import { z } from 'zod';
-import { destinationContracts } from '../activities/destinations/registry.js';
+import { destinationContracts } from '../activities/destinations/built-in-contracts.js';
+import { contractIn, type DestinationCatalog } from '../domain/destination.js';
 import type { DestinationContract } from '../domain/destination-contract.js';
 import { revisionKeyFor } from '../domain/idempotency-key.js';
 import { textProblem } from '../domain/storable.js';
@@ -14,7 +15,7 @@ import { InvalidEffectRequestError, RevisionRefusedError } from '../ledger/error
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import type { RevisionRecord } from '../ledger/revision.js';
 import type { EffectTrail } from '../ledger/trail.js';
-import { validateEffectRequest } from './effect-request.js';
+import { packageFor, validateEffectRequest } from './effect-request.js';
 
 export const revisionRequestSchema = z
   .object({
@@ -31,7 +32,11 @@ export const revisionRequestSchema = z
 export type RevisionRequest = z.infer<typeof revisionRequestSchema>;
 
 /** The revision's rows, and its fingerprint (the same hash an approval of this payload would have). */
-export function planRevision(trail: EffectTrail, raw: unknown): RevisionRecord {
+export function planRevision(
+  trail: EffectTrail,
+  raw: unknown,
+  catalog: DestinationCatalog = destinationContracts,
+): RevisionRecord {
   const { effect } = trail;
   const parsed = revisionRequestSchema.safeParse(raw);
   if (!parsed.success)
@@ -53,27 +58,30 @@ export function planRevision(trail: EffectTrail, raw: unknown): RevisionRecord {
       );
   }
   // The same checks an approval makes: payload schema, size, poison, each step against its destination.
-  const valid = validateEffectRequest({
-    effectId: effect.effectId,
-    destination: effect.destination,
-    operation: effect.operation,
-    payload: request.payload,
-    approvedBy: request.approvedBy,
-    authorizationRef: request.authorizationRef,
-  });
+  const valid = validateEffectRequest(
+    {
+      effectId: effect.effectId,
+      destination: effect.destination,
+      operation: effect.operation,
+      payload: request.payload,
+      approvedBy: request.approvedBy,
+      authorizationRef: request.authorizationRef,
+    },
+    catalog,
+  );
   const revision = effect.revision + 1;
   const latest = trail.releases.filter((r) => r.revision === effect.revision);
   const first = trail.releases.filter((r) => r.revision === 1);
   const settled = new Set(trail.facts.map((f) => f.step));
   const steps = valid.steps.map((plan, i) => {
-    const contract = destinationContracts[plan.destination] as DestinationContract;
+    const contract = contractIn(catalog, plan.destination) as DestinationContract;
     const before = latest.find((r) => r.step === plan.step);
     const original = first.find((r) => r.step === plan.step);
     if (!before || !original)
       throw new RevisionRefusedError(effect.effectId, 'intent_changed', `step ${plan.step} was never released`);
     if (settled.has(plan.step)) {
       // As it happened: the same package under the same key, or the revision is refused.
-      const again = contract.buildPackage(before.idempotencyKey, plan.operation, plan.payload);
+      const again = packageFor(contract, before.idempotencyKey, plan.operation, plan.payload);
       if (sha256Hex(canonicalJson(again.body)) !== before.bodySha256)
         throw new RevisionRefusedError(
           effect.effectId,
@@ -83,7 +91,7 @@ export function planRevision(trail: EffectTrail, raw: unknown): RevisionRecord {
       return { ...before, package: before.package as typeof again, idempotencyKey: before.idempotencyKey };
     }
     const idempotencyKey = revisionKeyFor(effect.effectId, plan.step, revision, contract.keyScope);
-    const pkg = contract.buildPackage(idempotencyKey, plan.operation, plan.payload);
+    const pkg = packageFor(contract, idempotencyKey, plan.operation, plan.payload);
     const drift: string[] = (['destination', 'operation'] as const).filter((f) => plan[f] !== original[f]);
     if (pkg.target !== original.target) drift.push('target');
     if (drift.length)

@@ -5,7 +5,9 @@
 //   await ledger.effects.approve({ effectId: 'refund:A-1', destination: 'keyed-api', ... });
 //   await ledger.close();
 import type { Client } from '@temporalio/client';
+import { builtInContracts } from '../activities/destinations/built-in-contracts.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
+import { DESTINATIONS_ENV, loadDestinations } from './destination-modules.js';
 import { EffectLedgerClient, type EffectLedgerClientOptions } from './effect-ledger-client.js';
 import { connectTemporalClient, resolveTemporalTarget, type TemporalTarget } from './temporal-connection.js';
 
@@ -16,6 +18,8 @@ export interface OpenEffectLedgerOptions extends Partial<Omit<EffectLedgerClient
   target?: TemporalTarget;
   /** Connect to Temporal on first use, so ledger-only reads answer while it is unreachable. */
   lazy?: boolean;
+  // destinations (from EffectLedgerClientOptions): default, the modules EFFECT_LEDGER_DESTINATIONS names
+  // (their contracts), else the built-ins.
 }
 
 export interface OpenedEffectLedger {
@@ -27,9 +31,17 @@ export interface OpenedEffectLedger {
 
 export async function openEffectLedger(options: OpenEffectLedgerOptions = {}): Promise<OpenedEffectLedger> {
   const { databaseUrl: url = databaseUrl(), target = resolveTemporalTarget(), lazy, ...clientOptions } = options;
+  const destinations =
+    clientOptions.destinations ?? (await loadDestinations(process.env[DESTINATIONS_ENV], builtInContracts));
   const client = await connectTemporalClient(target, { lazy });
   const ledger = openLedger(url);
-  const effects = new EffectLedgerClient({ taskQueue: target.taskQueue, ...clientOptions, client, db: ledger.db });
+  const effects = new EffectLedgerClient({
+    taskQueue: target.taskQueue,
+    ...clientOptions,
+    destinations,
+    client,
+    db: ledger.db,
+  });
   return {
     effects,
     client,

@@ -43,11 +43,26 @@ interface BeginRow extends Record<string, unknown> {
 /**
  * Writes attempt N of a step's release revision and moves the effect to `attempted`, in one statement, only
  * if the step is released, the effect not terminal, the step has no fact, and no attempt of that revision
- * numbered N or higher exists (an earlier run's attempt whose outcome this run does not know). The key is
- * the one released with the step. Otherwise writes nothing and says what it found.
+ * numbered N or higher exists (an earlier run's attempt whose outcome this run does not know), and the calling
+ * worker hosts the step's destination (an attempt it could not send is never written). The key is the one
+ * released with the step. Otherwise writes nothing and says what it found.
  */
-export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise<AttemptBegun> {
+export async function beginAttempt(
+  db: LedgerDb,
+  intent: AttemptIntent,
+  /** The destinations the calling worker hosts: for any other, nothing is written (and the release says which). */
+  hosts?: readonly string[],
+): Promise<AttemptBegun> {
   const { effectId, step, attemptNumber, releaseRevision, workflowRunId } = intent;
+  const hosted =
+    hosts === undefined
+      ? sql`true`
+      : hosts.length
+        ? sql`released.destination IN (${sql.join(
+            hosts.map((name) => sql`${name}`),
+            sql`, `,
+          )})`
+        : sql`false`;
   const rows = await db.execute<BeginRow>(sql`
     WITH released AS (
       SELECT r.package, r.destination, r.operation, r.idempotency_key, e.stage
@@ -65,6 +80,7 @@ export async function beginAttempt(db: LedgerDb, intent: AttemptIntent): Promise
       WHERE released.stage NOT IN (${terminal})
         AND coalesce(earlier.highest, 0) < ${attemptNumber}
         AND NOT EXISTS (SELECT 1 FROM fact)
+        AND ${hosted}
       RETURNING attempt_id, started_at
     ), moved AS (
       UPDATE effects SET stage = 'attempted', stage_changed_at = now()

@@ -10,15 +10,20 @@
 //   effect revise ID [file|-] --approved-by WHO --reason WHY [--authorization-ref REF]
 //                 a person's new revision of a rejected effect: the file holds {"payload": {…}} (or the payload)
 //   effect audit [--destination D] [--since T]   the ledger against each destination's records and Temporal
-// Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict (or a revision refused), 4 not found,
-// 5 decision not accepted (or no running workflow to take it), 6 audit findings, 1 other.
+// Every command takes --json, and --destinations MODULES (default EFFECT_LEDGER_DESTINATIONS, else the built-ins):
+// the destinations approvals and revisions are validated against. Exit codes: 0 ok, 2 invalid input, 3 conflict
+// (or a revision refused), 4 not found, 5 decision not accepted (or no running workflow to take it), 6 audit
+// findings, 1 other.
 import { readFileSync } from 'node:fs';
 import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
+import { builtInContracts } from '../activities/destinations/built-in-contracts.js';
+import { DESTINATIONS_ENV, DestinationModuleError, loadDestinations } from '../client/destination-modules.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { validateEffectRequest } from '../client/effect-request.js';
 import { connectTemporalClient, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { isDecisionKind } from '../domain/decisions.js';
+import { catalogOf, DestinationDefinitionError, type KnownDestination } from '../domain/destination.js';
 import { EFFECT_STAGES, type EffectStage, isEffectStage } from '../domain/stages.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
 import {
@@ -45,13 +50,21 @@ interface Session {
   close(): Promise<void>;
 }
 
+/** The destinations modules the command line or the environment names; the built-ins' contracts otherwise. */
+let destinationsSetting: string | undefined;
+
+function knownDestinations(): Promise<KnownDestination[]> {
+  return loadDestinations(destinationsSetting ?? process.env[DESTINATIONS_ENV], builtInContracts);
+}
+
 async function openSession(): Promise<Session> {
+  const destinations = await knownDestinations();
   const config = resolveTemporalTarget();
   // Lazy: `list` and the ledger half of `status` answer while Temporal is unreachable.
   const client = await connectTemporalClient(config, { lazy: true });
   const ledger: Ledger = openLedger(databaseUrl(), { max: 2 });
   return {
-    effects: new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue }),
+    effects: new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue, destinations }),
     client,
     ledger,
     async close() {
@@ -97,6 +110,13 @@ export function buildProgram(): Command {
   // exitOverride before the subcommands exist, so they inherit it and bad arguments reach our exit codes.
   const program = new Command('effect')
     .description('Approve and inspect business effects carried by effect-ledger.')
+    .option(
+      '--destinations <modules>',
+      `destinations modules (paths or packages, comma-separated; "built-in" for the shipped ones); default ${DESTINATIONS_ENV}, else the built-ins`,
+    )
+    .hook('preAction', (command) => {
+      destinationsSetting = command.opts<{ destinations?: string }>().destinations;
+    })
     .exitOverride();
   program
     .command('approve')
@@ -106,7 +126,7 @@ export function buildProgram(): Command {
     .action(async (file: string, opts: { json?: boolean }) => {
       // Validate before connecting anywhere: bad input changes nothing and needs no server.
       const request = readRequest(file);
-      validateEffectRequest(request);
+      validateEffectRequest(request, catalogOf(await knownDestinations()));
       await withSession(async ({ effects }) => {
         // Test hook: contenders of a race test are let go together, connected and ready to approve.
         const barrier = process.env[BARRIER_ENV];
@@ -134,6 +154,12 @@ export function buildProgram(): Command {
           () =>
             formatTrail(report.trail) +
             (report.live?.awaiting ? `\n  awaiting: ${report.live.awaiting}` : '') +
+            (report.retrying ?? [])
+              .map(
+                (r) =>
+                  `\n  retrying: ${r.activity} (attempt ${r.attempt}${r.worker ? `, last on ${r.worker}` : ''}): ${r.lastFailure}`,
+              )
+              .join('') +
             (report.liveUnavailable ? `\n  (ledger only: ${report.liveUnavailable})` : ''),
         );
       });
@@ -315,7 +341,9 @@ export function exitCodeFor(error: unknown): number {
   if (
     error instanceof InvalidEffectRequestError ||
     error instanceof WorkflowUpdateFailedError ||
-    error instanceof InvalidArgumentError
+    error instanceof InvalidArgumentError ||
+    error instanceof DestinationModuleError ||
+    error instanceof DestinationDefinitionError
   )
     return EXIT.invalid;
   if (error instanceof WorkflowNotFoundError) return EXIT.notFound;

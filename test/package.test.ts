@@ -1,9 +1,11 @@
-// effect-ledger as a package in another repository: `npm pack`, the tarball installed into a scratch
-// project outside the tree (no tsx there), a few lines of backend code that approve an effect, and the
-// worker run from the package's `effect-ledger-worker` command — all against a running test stack.
+// effect-ledger as a package in another repository: `npm pack`, the tarball installed into a scratch project
+// outside the tree (no tsx there), backend code of a few lines that approves effects, the worker run from the
+// package's `effect-ledger-worker` command, and a worker the team already runs with effect-ledger as a plugin —
+// all against a running test stack. The scratch project's files are test/consumer/ (one file per concern); its
+// own destination talks to a payments API of this test's own (test/support/payments-api.ts), not our simulator.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -12,34 +14,22 @@ import { promisify } from 'node:util';
 import { objectsFor } from '../harness/effect-probes.js';
 import { type Stack, stackEnvironment, startStack } from '../harness/local-stack.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
+import { readTrail } from '../ledger/trail.js';
+import { waitFor } from '../stack/wait-for.js';
+import { LEDGER_RECONCILER_SCHEDULE_ID } from '../workers/ledger-reconciler.js';
+import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../workflows/ledger-reconciler.js';
 import { TEST_TIMEOUT } from './support/isolation.js';
+import { type PaymentsApi, startPaymentsApi } from './support/payments-api.js';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-// What a backend service writes: connection settings come from the environment, as for every Temporal tool.
-const SERVICE = `
-import { openEffectLedger } from 'effect-ledger';
-
-const ledger = await openEffectLedger();
-try {
-  const approval = await ledger.effects.approve({
-    effectId: 'refund:pkg-1',
-    destination: 'keyed-api',
-    operation: 'refund.create',
-    payload: { charge: 'ch_pkg', amount: 1200, currency: 'EUR' },
-    approvedBy: 'ana@example.com',
-    authorizationRef: 'TICKET-PKG',
-  });
-  const result = await ledger.effects.result(approval.effectId);
-  process.stdout.write(JSON.stringify({ created: approval.created, stage: result.stage }));
-} finally {
-  await ledger.close();
-}
-`;
+const consumer = fileURLToPath(new URL('./consumer/', import.meta.url));
+/** The scratch project's own dependency besides the package (its destination's payload schemas). */
+const ZOD = 'zod@4';
 
 describe('the packed package in a scratch project', { timeout: 300_000 }, () => {
   let stack: Stack;
+  let api: PaymentsApi;
   let scratch: string;
   let worker: WorkerProcess | undefined;
   const timings: Record<string, number> = {};
@@ -51,44 +41,83 @@ describe('the packed package in a scratch project', { timeout: 300_000 }, () => 
       timings[what] = Math.round(performance.now() - started);
     }
   };
+  const bin = (name: string) => join(scratch, 'node_modules', '.bin', name);
+  /** The scratch project's environment: the stack, its payments API, and its destinations module. */
+  const env = () => ({
+    ...stackEnvironment(stack),
+    PAYMENTS_URL: api.url,
+    EFFECT_LEDGER_DESTINATIONS: `built-in,${join(scratch, 'payments-destination.mjs')}`,
+  });
 
   before(async () => {
     scratch = mkdtempSync(join(tmpdir(), 'effect-ledger-consumer-'));
-    const [started, packed] = await Promise.all([
+    const [started, packed, payments] = await Promise.all([
       startStack({ purpose: 'package' }),
       // prepack builds dist/ (tsc) first.
       timed('npm pack (with build)', () =>
         run('npm', ['pack', '--pack-destination', scratch, '--json'], { cwd: root }),
       ),
+      startPaymentsApi(),
     ]);
     stack = started;
+    api = payments;
     const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
     writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-    writeFileSync(join(scratch, 'service.mjs'), SERVICE);
+    cpSync(consumer, scratch, { recursive: true });
+    chmodSync(join(scratch, 'plugin-worker.mjs'), 0o755);
     await timed('npm install (tarball)', () =>
-      run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(scratch, filename)], { cwd: scratch }),
+      run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(scratch, filename), ZOD], {
+        cwd: scratch,
+      }),
     );
   });
   after(async () => {
     await worker?.kill();
-    await stack?.stop();
+    await Promise.allSettled([stack?.stop(), api?.stop()]);
     process.stdout.write(`# package test timings (ms): ${JSON.stringify(timings)}\n`);
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
+  /** One payment at the API for the effect, its fact pointing at it, found by readback after the lost reply. */
+  async function assertPaidOnceAfterLostReply(effectId: string) {
+    const paid = api.payments().filter((p) => p.metadata.reference === effectId);
+    assert.equal(paid.length, 1, 'one payment at the provider');
+    assert.deepEqual(
+      api
+        .posts()
+        .filter((p) => p.key === effectId)
+        .map((p) => p.answered),
+      ['cut'],
+      'one request, whose reply was lost after the payment was stored: no second one',
+    );
+    const trail = await readTrail(stack.ledger.db, effectId);
+    assert.equal(trail?.effect.stage, 'recorded');
+    assert.equal(trail?.effect.mechanism, 'idempotency_key');
+    assert.equal(trail?.attempts.length, 1);
+    assert.deepEqual(
+      trail?.evidence.map((e) => [e.kind, e.outcome]),
+      [
+        ['response', 'unknown'],
+        ['readback', 'found'],
+      ],
+    );
+    assert.equal(trail?.fact?.confirmedBy, 'readback');
+    assert.equal(trail?.fact?.externalId, paid[0]?.id);
+    assert.equal(trail?.fact?.externalUrl, `${api.url}/v1/payments/${paid[0]?.id}`);
+  }
+
   test('a service approves an effect with a few lines; the packaged worker records it', TEST_TIMEOUT, async () => {
     assert.ok(!existsSync(join(scratch, 'node_modules', 'tsx')), 'tsx is not installed: plain JavaScript runs');
-    const bin = (name: string) => join(scratch, 'node_modules', '.bin', name);
-    const env = stackEnvironment(stack);
     const migrated = await timed('effect-ledger-migrate', () =>
-      run(bin('effect-ledger-migrate'), [], { cwd: scratch, env }),
+      run(bin('effect-ledger-migrate'), [], { cwd: scratch, env: env() }),
     );
     assert.match(migrated.stdout, /ledger migrated/);
-    // The workflow bundle is built from the installed package's compiled workflows.
+    // The workflow bundle is built from the installed package's compiled workflows. The worker hosts the
+    // built-ins and the user's own destination, loaded from its file (EFFECT_LEDGER_DESTINATIONS).
     worker = await timed('worker start (bundle)', () =>
-      startWorkerProcess(stack, undefined, { command: bin('effect-ledger-worker') }),
+      startWorkerProcess(stack, undefined, { command: bin('effect-ledger-worker'), env: env() }),
     );
-    const service = await timed('service', () => run(process.execPath, ['service.mjs'], { cwd: scratch, env }));
+    const service = await timed('service', () => run(process.execPath, ['service.mjs'], { cwd: scratch, env: env() }));
     assert.deepEqual(JSON.parse(service.stdout), { created: true, stage: 'recorded' });
 
     const report = await stack.effects.status('refund:pkg-1');
@@ -98,10 +127,96 @@ describe('the packed package in a scratch project', { timeout: 300_000 }, () => 
     assert.equal(objects.length, 1);
     assert.equal(report.trail.fact?.externalId, objects[0]?.id);
     // The package's CLI answers from the same ledger.
-    const status = await run(bin('effect-ledger'), ['status', 'refund:pkg-1', '--json'], { cwd: scratch, env });
+    const status = await run(bin('effect-ledger'), ['status', 'refund:pkg-1', '--json'], { cwd: scratch, env: env() });
     assert.equal(
       (JSON.parse(status.stdout) as { trail: { effect: { stage: string } } }).trail.effect.stage,
       'recorded',
     );
   });
+
+  test(
+    'the user’s own destination, from its own file: approved with the CLI, its reply lost, read back and recorded by the packaged worker',
+    TEST_TIMEOUT,
+    async () => {
+      assert.ok(worker, 'the packaged worker of the test before');
+      const effectId = 'payment:pkg-1';
+      writeFileSync(
+        join(scratch, 'payment-1.json'),
+        JSON.stringify({
+          effectId,
+          destination: 'payments',
+          operation: 'payment.create',
+          payload: { amount: 4200, currency: 'EUR', customer: 'cus_42' },
+          approvedBy: 'ana@example.com',
+          authorizationRef: 'TICKET-PAY',
+        }),
+      );
+      // The CLI knows the destination from the module it is given (the option; the variable works alike).
+      const { EFFECT_LEDGER_DESTINATIONS: _, ...withoutModules } = env();
+      const refused = await run(bin('effect-ledger'), ['approve', 'payment-1.json'], {
+        cwd: scratch,
+        env: withoutModules,
+      }).then(
+        () => assert.fail('approved without the destination'),
+        (error: { code: number; stderr: string }) => error,
+      );
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /unknown destination "payments"/);
+      api.loseNextReply();
+      const approved = await timed('CLI approve (own destination)', () =>
+        run(
+          bin('effect-ledger'),
+          ['--destinations', 'built-in,./payments-destination.mjs', 'approve', 'payment-1.json'],
+          {
+            cwd: scratch,
+            env: withoutModules,
+          },
+        ),
+      );
+      assert.match(approved.stdout, /approved: payment:pkg-1/);
+      const result = await timed('own destination, lost reply, packaged worker', () => stack.effects.result(effectId));
+      assert.equal(result.stage, 'recorded');
+      await assertPaidOnceAfterLostReply(effectId);
+    },
+  );
+
+  test(
+    'a worker the team already runs, with effect-ledger as a plugin: its own workflow still runs, and a payment with a lost reply is read back and recorded',
+    TEST_TIMEOUT,
+    async () => {
+      await worker?.kill();
+      // The packaged worker made the reconciler's schedule; the plugin makes it again beside its worker.
+      await stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).delete();
+      worker = await timed('plugin worker start (bundle)', () =>
+        startWorkerProcess(stack, undefined, { command: join(scratch, 'plugin-worker.mjs'), env: env() }),
+      );
+      await waitFor(
+        () => stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).describe(),
+        'the plugin to make the reconciler schedule',
+      );
+      // The reconciler's activity runs on the plugin's worker, through a client on the worker's own connection.
+      const pass = await stack.env.client.workflow.execute(LEDGER_RECONCILER_WORKFLOW_TYPE, {
+        taskQueue: stack.taskQueue,
+        workflowId: 'reconciler-pass:pkg',
+        args: [30_000],
+      });
+      const { checked, resumed, couldNotStart } = pass as { checked: number; resumed: number; couldNotStart: number };
+      assert.deepEqual({ checked, resumed, couldNotStart }, { checked: 0, resumed: 0, couldNotStart: 0 });
+      const greeting = await stack.env.client.workflow.execute('greeting', {
+        taskQueue: stack.taskQueue,
+        workflowId: 'greeting:pkg',
+        args: ['effect-ledger'],
+      });
+      assert.equal(greeting, 'hello, effect-ledger');
+      const effectId = 'payment:pkg-2';
+      api.loseNextReply();
+      const paid = await timed('own destination, lost reply, plugin worker', () =>
+        run(process.execPath, ['pay.mjs', effectId, '1700'], { cwd: scratch, env: env() }),
+      );
+      const answer = JSON.parse(paid.stdout) as { created: boolean; stage: string; externalId: string };
+      assert.equal(answer.stage, 'recorded');
+      assert.equal(answer.externalId, api.payments().find((p) => p.metadata.reference === effectId)?.id);
+      await assertPaidOnceAfterLostReply(effectId);
+    },
+  );
 });

@@ -1,7 +1,6 @@
-// Builds the worker that hosts the effect workflow and its activities. The process entry (main.ts),
-// the demo and the tests all build it here, so they run the same code.
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// Builds the worker that hosts the effect workflow and its activities, through the plugin a team would add to a
+// worker of its own (effect-ledger-plugin.ts): the process entry (main.ts), the demo and the tests all build it
+// here, so they run the same code.
 import {
   type BundleOptions,
   bundleWorkflowCode,
@@ -10,14 +9,13 @@ import {
   Worker,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
-import { type ActivityDeps, createActivities } from '../activities/index.js';
+import type { ActivityDeps } from '../activities/index.js';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
-import { createReconcilerActivities, type ReconcilerPassObserver } from './ledger-reconciler.js';
+import { EffectLedgerPlugin, type EffectLedgerPluginOptions } from './effect-ledger-plugin.js';
+import type { ReconcilerPassObserver } from './ledger-reconciler.js';
+import { workflowsPath } from './workflows-path.js';
 
-// index.ts beside this module's source under tsx; index.js beside the compiled package's module.
-export const workflowsPath = fileURLToPath(
-  new URL(`../workflows/index${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
-);
+export { workflowsPath };
 
 /**
  * Bundles the workflow code once; tests and the demo reuse the bundle across workers. The replay test
@@ -29,17 +27,25 @@ export function bundleEffectWorkflows(
   return bundleWorkflowCode({ workflowsPath, ...options, logger: new DefaultLogger('WARN') });
 }
 
-export interface EffectWorkerOptions extends ActivityDeps {
+export interface EffectWorkerOptions extends Omit<ActivityDeps, 'destinations'> {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
+  /** The adapters by name, or destinations to connect with `env` (default: the built-ins). */
+  destinations?: EffectLedgerPluginOptions['destinations'];
+  env?: EffectLedgerPluginOptions['env'];
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Identity shown in the Web UI's worker list. */
   identity?: string;
-  /** With a client, the worker also hosts the ledger reconciler's activity (resuming stranded effects). */
+  /** The client the ledger reconciler's activity resumes stranded effects through (default: one of its own). */
   effects?: EffectLedgerClient;
   /** Counts the reconciler activity's passes (the worker process's metrics). */
   reconcilerObserver?: ReconcilerPassObserver;
+  /**
+   * The reconciler's schedule and local pass beside the worker (the worker process keeps them); default off, so
+   * a test's worker never starts a pass of its own.
+   */
+  reconciler?: EffectLedgerPluginOptions['reconciler'];
   /**
    * On SIGTERM the worker stops polling and gives its running activities this long to finish before it
    * cancels them (default 30 s, a common orchestrator's grace): a send in flight completes and records the
@@ -49,16 +55,13 @@ export interface EffectWorkerOptions extends ActivityDeps {
 }
 
 export async function createEffectWorker(options: EffectWorkerOptions): Promise<Worker> {
+  const { connection, namespace, taskQueue, identity, shutdownGraceMs, reconciler = false, ...plugin } = options;
   return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue,
-    ...(options.identity ? { identity: options.identity } : {}),
-    shutdownGraceTime: options.shutdownGraceMs ?? 30_000,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
-    activities: {
-      ...createActivities(options),
-      ...(options.effects ? createReconcilerActivities(options.effects, options.reconcilerObserver) : {}),
-    },
+    connection,
+    namespace,
+    taskQueue,
+    ...(identity ? { identity } : {}),
+    shutdownGraceTime: shutdownGraceMs ?? 30_000,
+    plugins: [new EffectLedgerPlugin({ ...plugin, reconciler })],
   });
 }

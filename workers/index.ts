@@ -1,5 +1,12 @@
-// 'effect-ledger/worker': the building blocks of workers/main.ts (the `effect-ledger-worker` command), for
-// a team that hosts the effect workflow in a worker of its own.
+// 'effect-ledger/worker': the worker side — the plugin a team adds to a worker it already runs, the built-in
+// destinations with their adapters, and the building blocks of workers/main.ts (the `effect-ledger-worker` command).
+export {
+  builtInDestinations,
+  emailSmtpDestination,
+  exampleDestinations,
+  natsJetStreamDestination,
+  ordersSqlDestination,
+} from '../activities/destinations/built-in.js';
 export {
   createDestinations,
   type DestinationSettings,
@@ -7,7 +14,13 @@ export {
 } from '../activities/destinations/registry.js';
 export type { EffectMetrics } from '../activities/effect-metrics.js';
 export { destinationCredentials, destinationSettings, providerUrl } from './config.js';
+export {
+  EFFECT_LEDGER_PLUGIN,
+  EffectLedgerPlugin,
+  type EffectLedgerPluginOptions,
+} from './effect-ledger-plugin.js';
 export { bundleEffectWorkflows, createEffectWorker, type EffectWorkerOptions, workflowsPath } from './effect-worker.js';
+export { type HostedDestinations, hostDestinations, loadWorkerDestinations } from './hosted-destinations.js';
 export { jsonLogger } from './json-log.js';
 export {
   ensureReconcilerSchedule,

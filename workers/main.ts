@@ -2,22 +2,22 @@
 // The worker process: `npm run worker`, or `effect-ledger-worker` from the package. Reaches Temporal as
 // every process does (client/temporal-connection.ts: TEMPORAL_* variables, an envconfig profile,
 // temporal.yaml). Reads DATABASE_URL (the ledger, as the runtime role), EFFECT_LEDGER_PROVIDER_URL,
-// EFFECT_LEDGER_CREDENTIAL_<DESTINATION>[_FILE] (each destination's credential; config.ts),
+// EFFECT_LEDGER_DESTINATIONS (the destinations modules to load, comma-separated; `built-in` for the ones this
+// package ships, the default), EFFECT_LEDGER_CREDENTIAL_<DESTINATION>[_FILE] (each destination's credential),
 // EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow is
 // resumed), EFFECT_LEDGER_RECONCILE_PAGE_SIZE (default 500: unfinished effects per reconciler page; docs/reconciler.md),
 // EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
 // endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
-// activities get to finish). It also makes sure the ledger reconciler's schedule exists. docs/deploy.md.
-import type { LogLevel } from '@temporalio/worker';
-import { createDestinations } from '../activities/destinations/registry.js';
+// activities get to finish). A thin user of the worker plugin (effect-ledger-plugin.ts), which also keeps the ledger
+// reconciler's schedule and local pass beside the worker. docs/deploy.md, docs/your-own-destination.md.
+import { type LogLevel, Worker } from '@temporalio/worker';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { connectTemporalClient, describeTarget, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
-import { destinationSettings } from './config.js';
 import { isLostConnection } from './connection-loss.js';
-import { createEffectWorker } from './effect-worker.js';
-import { ensureReconcilerSchedule, passLogFields } from './ledger-reconciler.js';
+import { EffectLedgerPlugin } from './effect-ledger-plugin.js';
+import { loadWorkerDestinations } from './hosted-destinations.js';
 import { createWorkerMetrics, serveMetrics } from './metrics.js';
 import { installWorkerRuntime } from './runtime.js';
 import { connectWorkerNative } from './temporal-worker-connection.js';
@@ -43,6 +43,8 @@ process.on('uncaughtException', (error) => {
 
 const config = resolveTemporalTarget();
 const reconcileEveryMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
+// Loaded before anything connects: a destinations module that is wrong stops the worker with why.
+const destinations = await loadWorkerDestinations();
 const ledger = openLedger(databaseUrl(), { max: 10 });
 const metrics = createWorkerMetrics(ledger.db);
 if (process.env.EFFECT_LEDGER_METRICS_ADDRESS) {
@@ -54,56 +56,29 @@ const connection = await connectWorkerNative(config);
 const client = await connectTemporalClient(config);
 try {
   const pageSize = process.env.EFFECT_LEDGER_RECONCILE_PAGE_SIZE;
-  const effects = new EffectLedgerClient({
-    client,
+  const effectLedger = new EffectLedgerPlugin({
     db: ledger.db,
-    taskQueue: config.taskQueue,
-    ...(pageSize ? { reconcilerPageSize: Number(pageSize) } : {}),
+    destinations,
+    metrics: metrics.effects,
+    effects: new EffectLedgerClient({
+      client,
+      db: ledger.db,
+      taskQueue: config.taskQueue,
+      destinations,
+      ...(pageSize ? { reconcilerPageSize: Number(pageSize) } : {}),
+    }),
+    reconciler: { everyMs: reconcileEveryMs },
+    reconcilerObserver: metrics.reconciler,
   });
-  await ensureReconcilerSchedule(client, {
-    taskQueue: config.taskQueue,
-    everyMs: reconcileEveryMs,
-    olderThanMs: Math.min(30_000, reconcileEveryMs),
-  });
-  const worker = await createEffectWorker({
+  const worker = await Worker.create({
     connection,
     namespace: config.namespace,
     taskQueue: config.taskQueue,
-    db: ledger.db,
-    destinations: createDestinations(destinationSettings()),
-    effects,
-    metrics: metrics.effects,
-    reconcilerObserver: metrics.reconciler,
-    ...(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS
-      ? { shutdownGraceMs: Number(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS) }
-      : {}),
+    shutdownGraceTime: Number(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS ?? 30_000),
+    plugins: [effectLedger],
   });
-  // The same pass from every worker process on a timer as well: the schedule is what operators see, but in
-  // one chaos seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent.
-  // One at a time: a pass longer than the period is not joined by another from the same process.
-  const olderThanMs = Math.min(30_000, reconcileEveryMs);
-  let passing = false;
-  const localPass = setInterval(() => {
-    if (passing) return;
-    passing = true;
-    effects
-      .resumeStranded({ olderThanMs })
-      .then((report) => {
-        logger.info('ledger reconciler pass', passLogFields(report, 'timer'));
-        metrics.reconciler.passed(report);
-      })
-      .catch((error: unknown) => {
-        logger.warn('ledger reconciler pass failed', { error });
-        metrics.reconciler.failed();
-      })
-      .finally(() => {
-        passing = false;
-      });
-  }, reconcileEveryMs);
-  localPass.unref();
   // Worker.run() stops gracefully on SIGINT/SIGTERM (the SDK installs those handlers).
   await worker.run();
-  clearInterval(localPass);
 } finally {
   await Promise.allSettled([connection.close(), client.connection.close()]);
   await ledger.close();

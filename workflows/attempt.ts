@@ -1,7 +1,7 @@
 // One attempt: the intent is written (→ attempted), the released package is sent once, and the
 // provider's answer is recorded with the stage it leads to. Returns the classified outcome.
 // v3 does it in one activity (attemptOnce); v1/v2 runs replay their three (attemptInSteps).
-import { ActivityFailure, condition, sleep, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import type { AttemptReport } from '../activities/attempt-activities.js';
 import type { SendOutcome } from '../domain/destination-contract.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
@@ -14,6 +14,7 @@ import {
 } from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
+import { NOT_HOSTED_PATCH } from './patches.js';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
 export function backoffMs(n: number, retryAfterMs?: number): number {
@@ -67,11 +68,38 @@ export async function pauseBeforeResend(
   return abandon;
 }
 
+/**
+ * No worker that took the attempt hosts the step's destination; nothing was written or sent. Waits visibly (1 s,
+ * doubling to a minute) and tries again, so the effect proceeds once a worker that hosts it polls; a person may
+ * abandon it meanwhile (nothing is in flight). Returns the abandon decision when one came.
+ */
+export async function awaitHostingWorker(run: EffectRun, end: NotHosted): Promise<QueuedDecision | undefined> {
+  run.notHostedWaits += 1;
+  const pause = backoffMs(run.notHostedWaits);
+  run.await(
+    `a worker that hosts destination ${end.destination} (nothing was sent; the worker asked said: ${end.reason}); trying again in ${Math.round(pause / 1000)} s (abandon it if it will never be hosted)`,
+  );
+  run.resendPending = true;
+  await condition(() => run.decisions.length > 0, pause);
+  run.resendPending = false;
+  const abandon = run.decisions.shift();
+  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver();
+  return abandon;
+}
+
 /** What an attempt ended in, besides a provider outcome: the ledger showed the effect was settled before. */
 export type AttemptEnd =
   | SendOutcome
   | { class: 'recorded-before'; externalId: string; externalUrl: string | null }
-  | { class: 'ended-before'; stage: EffectStage };
+  | { class: 'ended-before'; stage: EffectStage }
+  | NotHosted;
+
+/** The worker that took the attempt does not host the step's destination: nothing was written or sent. */
+export interface NotHosted {
+  class: 'not-hosted';
+  destination: string;
+  reason: string;
+}
 
 /**
  * v3: one activity writes the attempt, sends and records the answer. It writes nothing, and says why,
@@ -111,7 +139,14 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
           class: 'unknown',
           detail: { reason: 'attempts this run did not make are in the ledger: read back first' },
         };
+      case 'not-hosted':
+        // A new kind of answer: histories recorded before it never reach this line (the marker says it is new).
+        if (!patched(NOT_HOSTED_PATCH)) continue;
+        // Attempt N was not written: the number goes to the attempt a worker that hosts the destination makes.
+        run.attemptNumber -= 1;
+        return { class: 'not-hosted', destination: report.destination, reason: report.reason };
       case 'sent': {
+        run.notHostedWaits = 0;
         const { attempt: made, outcome } = report;
         run.firstAttemptAt ??= made.startedAt;
         run.view.addAttempt(made);

@@ -42,6 +42,8 @@ export class EffectRun {
   readbacksThisRun = 0;
   /** Waiting to resend after "not sent": an abandon decision is taken then (nothing is in flight). */
   resendPending = false;
+  /** Attempts in a row no worker that took them could make (the destination not hosted there): the wait's backoff. */
+  notHostedWaits = 0;
   /** This run takes v3's path (set once, from the patch marker, at the start). */
   v3 = false;
   /** Counts the times this run entered UNKNOWN: a decision answers the episode it arrived in. */

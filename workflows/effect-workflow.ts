@@ -3,7 +3,7 @@
 // The function below is the stage diagram (README, "Stages"); each phase lives in its own module.
 import { patched } from '@temporalio/workflow';
 import { isTerminal } from '../domain/stages.js';
-import { attemptInSteps, attemptOnce, pauseBeforeResend } from './attempt.js';
+import { attemptInSteps, attemptOnce, awaitHostingWorker, pauseBeforeResend } from './attempt.js';
 import type { EffectInput, EffectResult } from './contract.js';
 import { EffectRun } from './effect-run.js';
 import { handleMessages } from './messages.js';
@@ -51,7 +51,8 @@ async function carryStep(run: EffectRun): Promise<EffectResult> {
     if (resolved !== RETRY) return resolved;
   }
 
-  // attempted → recorded | rejected | unknown (→ reconcile) | not sent (same key again after a pause).
+  // attempted → recorded | rejected | unknown (→ reconcile) | not sent (same key again after a pause) | not hosted
+  // by the worker that took it (nothing written: again once a worker that hosts the destination polls).
   for (;;) {
     const outcome = run.v3 ? await attemptOnce(run) : await attemptInSteps(run);
     switch (outcome.class) {
@@ -74,6 +75,13 @@ async function carryStep(run: EffectRun): Promise<EffectResult> {
       }
       case 'not_sent': {
         const abandon = await pauseBeforeResend(run, outcome);
+        const resolution = abandon && (await applyDecision(run, abandon));
+        if (resolution && resolution !== RETRY) return resolution;
+        break;
+      }
+      case 'not-hosted': {
+        // Nothing written or sent: wait for a worker that hosts the destination (never fail the run for it).
+        const abandon = await awaitHostingWorker(run, outcome);
         const resolution = abandon && (await applyDecision(run, abandon));
         if (resolution && resolution !== RETRY) return resolution;
       }

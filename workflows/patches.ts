@@ -12,3 +12,10 @@ export const ONE_ACTIVITY_ATTEMPT_PATCH = 'one-activity-attempts';
  * readbacks and fact; the effect is recorded when its last step is.
  */
 export const MULTI_STEP_PATCH = 'multi-step-effects';
+
+/**
+ * An attempt a worker could not make because it does not host the step's destination is answered "not hosted"
+ * (nothing written); the run waits, visibly, and tries again, never failing for it. Reached only on that answer,
+ * which no earlier history holds.
+ */
+export const NOT_HOSTED_PATCH = 'wait-for-a-worker-that-hosts-the-destination';

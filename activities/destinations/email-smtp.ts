@@ -7,51 +7,20 @@
 // nothing was pruned or the oldest message predates the attempt. One SMTP session per message, bounded as a
 // whole by the call timeout (smtp-session.ts).
 import nodemailer from 'nodemailer';
-import { z } from 'zod';
 import type {
   DestinationAdapter,
-  DestinationContract,
   LookupResult,
   ReadbackRequest,
   ReadbackResult,
   SendOutcome,
 } from '../../domain/destination-contract.js';
 import { canonicalJson, sha256Hex } from '../../ledger/fingerprint.js';
+import { emailSmtpContract } from './email-smtp-contract.js';
 import { foreignBodyVerdict } from './exact-match.js';
 import { getJson } from './http-read.js';
 import { openSmtpSession, SessionDeadline, type SmtpSession } from './smtp-session.js';
 
-const email = z
-  .object({
-    to: z.email().max(254),
-    subject: z.string().min(1).max(200),
-    text: z.string().min(1).max(10_000),
-  })
-  .strict();
-
-export const emailSmtpContract: DestinationContract = {
-  name: 'email-smtp',
-  mechanism: 'natural_key',
-  // Nothing at the destination remembers the Message-ID: no retention to declare.
-  keyRetentionSeconds: null,
-  // A Message-ID per revision: readback tells a revised email from the refused one's.
-  keyScope: 'revision',
-  operations: { 'email.send': email },
-  callTimeoutMs: 10_000,
-  // The mailbox is searched in full (while nothing was pruned), and nothing of ours leaves after the call
-  // timeout (the session's deadline closes the socket): once the in-flight window passed, absence is real.
-  retryAfterProvenAbsence: true,
-  // After the deadline, what we had written may still be travelling, and a server that read the final "."
-  // may still be storing it (Mailpit stores before it answers; a relay may filter first): a few seconds.
-  absenceGraceMs: 5_000,
-  readbackMaxIntervalMs: 60 * 60 * 1000,
-  buildPackage(effectId, _operation, payload) {
-    return { target: `SMTP to ${String(payload.to)}`, body: { ...payload, effect_id: effectId } };
-  },
-  describe(_operation, payload) {
-    return `email "${String(payload.subject)}" to ${String(payload.to)}`;
-  },
-};
+export { emailSmtpContract };
 
 export interface EmailSettings {
   smtpHost: string;

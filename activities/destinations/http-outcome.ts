@@ -107,7 +107,18 @@ export interface JsonExchange {
  * POSTs a JSON body and reads a JSON answer. What cannot be read as an answer comes back already
  * classified (transport failures, unparseable bodies); an answer is the adapter's to classify.
  */
-export async function postJson(
+export function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<JsonExchange | SendOutcome> {
+  return sendJson('POST', url, body, headers, timeoutMs);
+}
+
+/** postJson with another method (PUT, PATCH): the same classification of what cannot be read as an answer. */
+export async function sendJson(
+  method: string,
   url: string,
   body: unknown,
   headers: Record<string, string>,
@@ -117,10 +128,13 @@ export async function postJson(
   let text: string;
   try {
     response = await fetch(url, {
-      method: 'POST',
+      method,
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
+      // A redirect is answered, never followed: following turns a POST into a GET elsewhere (or sends it, key
+      // and credential, to another host), so a 3xx is unknown — the request may have been applied — and read back.
+      redirect: 'manual',
     });
     text = await response.text();
   } catch (error) {

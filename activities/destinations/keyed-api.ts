@@ -1,19 +1,13 @@
-// keyed-api: a Stripe-style HTTP API (our simulator's /v1), the friendliest kind of destination.
-// Mechanism: idempotency key. It stores the first response per `Idempotency-Key` for 24 h and replays
-// it (`Idempotent-Replayed: true`), answers 400 when a key comes back with other parameters, 409 while
-// a request with the key is in flight. We also stamp the effect ID into `metadata` so readback can
-// find the object by reference after the key is forgotten.
+// keyed-api — an EXAMPLE destination: a Stripe-style HTTP API, our provider simulator's /v1 (harness/simulator/),
+// the friendliest kind of destination. It is declared through the declarative HTTP destination
+// (http-destination.ts), as a user declares theirs. Mechanism: idempotency key. The API stores the first
+// response per `Idempotency-Key` for 24 h and replays it (`Idempotent-Replayed: true`), answers 400 when a key
+// comes back with other parameters (rejected: a revision needs its own key), 409 while a request with the key
+// is in flight (unknown: that one may succeed). We also stamp the effect ID into `metadata` so readback finds
+// the object by reference after the key is forgotten.
 import { z } from 'zod';
-import type {
-  DestinationAdapter,
-  DestinationContract,
-  LookupResult,
-  ReadbackResult,
-  SendOutcome,
-} from '../../domain/destination-contract.js';
-import { foreignBodyVerdict, isExactObject, isForeignBody, type StampedObject } from './exact-match.js';
-import { bearer, classifyErrorStatus, isOutcome, postJson } from './http-outcome.js';
-import { getJson, objectIdFromUrl } from './http-read.js';
+import type { DestinationAdapter } from '../../domain/destination-contract.js';
+import { type HttpDestinationSpec, httpAdapter, httpContract, httpDestination } from './http-destination.js';
 
 const refund = z
   .object({
@@ -36,21 +30,64 @@ const task = z
 /** A task, and a post announcing it on a channel: two outbound steps of one approval. */
 const taskAnnounced = task.extend({ channel: z.string().min(1).max(64), text: z.string().min(1).max(2000) }).strict();
 
-export const keyedApiContract: DestinationContract = {
+/** Where the simulator listens unless the worker's environment says otherwise (`npm run simulator`). */
+export const DEFAULT_PROVIDER_URL = 'http://127.0.0.1:4010';
+
+export const keyedApiSpec: HttpDestinationSpec = {
   name: 'keyed-api',
-  mechanism: 'idempotency_key',
-  keyRetentionSeconds: 24 * 60 * 60,
+  baseUrl: ({ env }) => env.EFFECT_LEDGER_PROVIDER_URL || DEFAULT_PROVIDER_URL,
   // A key that comes back with other parameters is answered 400 (Stripe's rule): a revision's new body
   // needs its own key, `effectID#r<n>`.
-  keyScope: 'revision',
-  operations: { 'refund.create': refund, 'task.create': task, 'task.announce': taskAnnounced },
-  steps: {
-    // The task first (main, keyed here), then the announcement on the social feed (key-less: step `announce`).
-    'task.announce': ({ channel, text, ...task }) => [
-      { step: 'main', destination: 'keyed-api', operation: 'task.create', payload: task },
-      { step: 'announce', destination: 'social-feed', operation: 'post.publish', payload: { channel, text } },
-    ],
+  idempotencyKey: {
+    header: 'Idempotency-Key',
+    retentionSeconds: 24 * 60 * 60,
+    scope: 'revision',
+    replayedHeader: 'Idempotent-Replayed',
   },
+  reference: 'metadata.effect_id',
+  operations: {
+    'refund.create': {
+      schema: refund,
+      path: '/v1/objects',
+      body: (payload, reference) => ({ kind: 'refund.create', ...payload, metadata: { effect_id: reference } }),
+      target: (payload) => `POST /v1/objects refund of ${String(payload.charge)}`,
+    },
+    'task.create': {
+      schema: task,
+      path: '/v1/objects',
+      body: (payload, reference) => ({ kind: 'task.create', ...payload, metadata: { effect_id: reference } }),
+      target: (payload) => `POST /v1/objects task for ${String(payload.request)}`,
+    },
+  },
+  plans: {
+    // The task first (main, keyed here), then the announcement on the social feed (key-less: step `announce`).
+    'task.announce': {
+      schema: taskAnnounced,
+      steps: ({ channel, text, ...task }) => [
+        { step: 'main', destination: 'keyed-api', operation: 'task.create', payload: task },
+        { step: 'announce', destination: 'social-feed', operation: 'post.publish', payload: { channel, text } },
+      ],
+    },
+  },
+  object: { path: '/v1/objects/{id}', id: 'id', createdAt: 'created_at', bodySha256: 'body_sha256' },
+  readback: [
+    // 1. By key, while the provider remembers it (409-style "in flight" is inconclusive, never absence).
+    {
+      by: 'key',
+      path: '/v1/idempotency_keys/{key}',
+      objectId: 'object_id',
+      inFlight: { field: 'status', equals: 'in_flight' },
+    },
+    // 2. By the reference we stamped, over every object (a server-side filter: complete coverage).
+    {
+      by: 'reference',
+      path: '/v1/objects?limit=100&metadata[effect_id]={reference}',
+      items: 'data',
+      hasMore: 'has_more',
+      cursorParam: 'starting_after',
+      maxPages: 10,
+    },
+  ],
   callTimeoutMs: 10_000,
   // Absence is proven by a server-side search over every object carrying our effect ID, and the key
   // (when still remembered) dedupes anyway: a same-key retry after that cannot make a duplicate.
@@ -60,13 +97,6 @@ export const keyedApiContract: DestinationContract = {
   absenceGraceMs: 5_000,
   // One metadata search every few hours at most while a person is awaited: the key dedupes meanwhile.
   readbackMaxIntervalMs: 4 * 60 * 60 * 1000,
-  buildPackage(effectId, operation, payload) {
-    const target =
-      operation === 'refund.create'
-        ? `POST /v1/objects refund of ${String(payload.charge)}`
-        : `POST /v1/objects task for ${String(payload.request)}`;
-    return { target, body: { kind: operation, ...payload, metadata: { effect_id: effectId } } };
-  },
   describe(operation, payload) {
     if (operation === 'refund.create')
       return `refund ${String(payload.amount)} ${String(payload.currency)} on ${String(payload.charge)}`;
@@ -75,139 +105,12 @@ export const keyedApiContract: DestinationContract = {
   },
 };
 
-const createdObject = z.object({ id: z.string().min(1), created_at: z.string().optional() });
+export const keyedApiContract = httpContract(keyedApiSpec);
 
-interface ProviderObject extends StampedObject {
-  id: string;
-  created_at: string;
-}
-
-const READBACK_PAGE_LIMIT = 10;
+/** The example as a destination: hosted wherever the worker runs (the simulator's URL from its environment). */
+export const keyedApiDestination = httpDestination(keyedApiSpec);
 
 /** `credential`: the API key, from the worker's environment or a file (never from a payload). */
 export function keyedApi(baseUrl: string, credential?: string): DestinationAdapter {
-  const auth = bearer(credential);
-  return {
-    ...keyedApiContract,
-    async send({ idempotencyKey, package: pkg, timeoutMs }): Promise<SendOutcome> {
-      const answer = await postJson(
-        `${baseUrl}/v1/objects`,
-        pkg.body,
-        { ...auth, 'idempotency-key': idempotencyKey },
-        timeoutMs,
-      );
-      if (isOutcome(answer)) return answer;
-      const { status, headers, body } = answer;
-      const replayed = headers.get('idempotent-replayed') === 'true';
-      if (status >= 200 && status < 300) {
-        const parsed = createdObject.safeParse(body);
-        if (!parsed.success)
-          return { class: 'unknown', httpStatus: status, detail: { reason: '2xx without an object ID', body } };
-        return {
-          class: 'confirmed',
-          httpStatus: status,
-          externalId: parsed.data.id,
-          externalUrl: `${baseUrl}/v1/objects/${parsed.data.id}`,
-          occurredAt: parsed.data.created_at ?? new Date().toISOString(),
-          detail: { reason: replayed ? 'created (stored response replayed for our key)' : 'created', body, replayed },
-        };
-      }
-      return classifyErrorStatus(status, body, headers.get('retry-after'));
-    },
-
-    async readBack(request): Promise<ReadbackResult> {
-      const url = (id: string) => `${baseUrl}/v1/objects/${id}`;
-      // 1. By key, while the provider remembers it.
-      const byKey = await getJson<{ status: string; object_id: string | null }>(
-        `${baseUrl}/v1/idempotency_keys/${encodeURIComponent(request.idempotencyKey)}`,
-        request,
-        auth,
-      );
-      if (byKey.status === 200 && byKey.body.status === 'in_flight') {
-        return {
-          outcome: 'inconclusive',
-          coverage: 'partial',
-          detail: { method: 'idempotency_key', reason: 'a request with our key is still being processed' },
-        };
-      }
-      if (byKey.status === 200 && byKey.body.object_id) {
-        const object = await getJson<ProviderObject>(url(byKey.body.object_id), request, auth);
-        if (object.status === 200 && isExactObject(object.body, request)) {
-          return {
-            outcome: 'found',
-            coverage: 'complete',
-            externalId: object.body.id,
-            externalUrl: url(object.body.id),
-            occurredAt: object.body.created_at,
-            detail: { method: 'idempotency_key', reason: 'the key maps to an object carrying our effect ID and body' },
-          };
-        }
-      }
-      // 2. By the reference we stamped, over every object (a server-side filter: complete coverage).
-      const matches: ProviderObject[] = [];
-      const foreign: string[] = [];
-      let after: string | undefined;
-      let scanned = 0;
-      for (let page = 0; page < READBACK_PAGE_LIMIT; page++) {
-        const query = `limit=100&metadata[effect_id]=${encodeURIComponent(request.effectId)}${after ? `&starting_after=${after}` : ''}`;
-        const listed = await getJson<{ data: ProviderObject[]; has_more: boolean }>(
-          `${baseUrl}/v1/objects?${query}`,
-          request,
-          auth,
-        );
-        if (listed.status === 404) throw new Error('object listing is missing at the provider');
-        scanned += listed.body.data.length;
-        matches.push(...listed.body.data.filter((o) => isExactObject(o, request)));
-        foreign.push(...listed.body.data.filter((o) => isForeignBody(o, request)).map((o) => o.id));
-        if (!listed.body.has_more || listed.body.data.length === 0) {
-          const [first, ...others] = matches.sort((a, b) => a.created_at.localeCompare(b.created_at));
-          if (!first && foreign.length) return foreignBodyVerdict('metadata_search', foreign, scanned);
-          if (!first)
-            return {
-              outcome: 'absent',
-              coverage: 'complete',
-              detail: { method: 'metadata_search', reason: 'no object carries our effect ID and body', scanned },
-            };
-          return {
-            outcome: 'found',
-            coverage: 'complete',
-            externalId: first.id,
-            externalUrl: url(first.id),
-            occurredAt: first.created_at,
-            detail: {
-              method: 'metadata_search',
-              reason: 'found by the effect ID stamped in metadata and the body hash',
-              scanned,
-              duplicates: others.map((o) => o.id),
-            },
-          };
-        }
-        after = listed.body.data.at(-1)?.id;
-      }
-      return {
-        outcome: 'inconclusive',
-        coverage: 'partial',
-        detail: { method: 'metadata_search', reason: `stopped after ${READBACK_PAGE_LIMIT} pages`, scanned },
-      };
-    },
-
-    resolveUrl: (url) => objectIdFromUrl(url, baseUrl, '/v1/objects/'),
-    objectUrlShape: `${baseUrl}/v1/objects/<id>`,
-
-    async lookup(externalId, request): Promise<LookupResult> {
-      const found = await getJson<ProviderObject>(
-        `${baseUrl}/v1/objects/${encodeURIComponent(externalId)}`,
-        request,
-        auth,
-      );
-      if (found.status === 404) return { exists: false };
-      return {
-        exists: true,
-        externalId: found.body.id,
-        externalUrl: `${baseUrl}/v1/objects/${found.body.id}`,
-        occurredAt: found.body.created_at,
-        matchesRelease: isExactObject(found.body, request),
-      };
-    },
-  };
+  return httpAdapter(keyedApiSpec, { baseUrl, ...(credential ? { credential } : {}) });
 }

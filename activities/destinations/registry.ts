@@ -1,19 +1,14 @@
-// The destinations this deployment knows. To add one: write an adapter module beside this file
-// (contract + send + readback), then list its contract here and its adapter in createDestinations.
-import type { DestinationAdapter, DestinationContract } from '../../domain/destination-contract.js';
+// The built-in destinations' adapters built from explicit settings: what the harness, the demo and the bench
+// host in-process. A worker process connects `builtInDestinations` (built-in.ts) from its environment instead,
+// and a user adds destinations of their own through the public API (domain/destination.ts).
+import type { DestinationAdapter } from '../../domain/destination-contract.js';
 import { type EmailSettings, emailSmtp, emailSmtpContract } from './email-smtp.js';
 import { keyedApi, keyedApiContract } from './keyed-api.js';
 import { type JetStreamSettings, natsJetStream, natsJetStreamContract } from './nats-jetstream.js';
 import { ordersSql, ordersSqlContract } from './orders-sql.js';
 import { socialFeed, socialFeedContract } from './social-feed.js';
 
-export const destinationContracts: Readonly<Record<string, DestinationContract>> = {
-  [keyedApiContract.name]: keyedApiContract,
-  [socialFeedContract.name]: socialFeedContract,
-  [emailSmtpContract.name]: emailSmtpContract,
-  [natsJetStreamContract.name]: natsJetStreamContract,
-  [ordersSqlContract.name]: ordersSqlContract,
-};
+export { destinationContracts } from './built-in-contracts.js';
 
 export interface DestinationSettings {
   /** Base URL of the provider simulator (or the real provider). */
@@ -28,9 +23,10 @@ export interface DestinationSettings {
   credentials?: Readonly<Record<string, string | undefined>>;
 }
 
+/** The adapters a worker hosts, by destination name. */
 export type Destinations = Readonly<Record<string, DestinationAdapter>>;
 
-/** An effect for a destination left unconfigured fails loudly in the worker (no adapter), never silently. */
+/** A destination left unconfigured has no adapter here: its effects wait, visibly, for a worker that hosts it. */
 export function createDestinations(settings: DestinationSettings): Destinations {
   return {
     [keyedApiContract.name]: keyedApi(settings.providerUrl, settings.credentials?.[keyedApiContract.name]),

@@ -16,6 +16,8 @@ export const HISTORY_PATHS = [
   'long-wait-next-run',
   'unknown-human-confirm',
   'multi-step-unknown-readback',
+  // v5: an attempt no polling worker could make (the destination not hosted), then one that could.
+  'not-hosted-wait',
 ] as const;
 
 export type HistoryPath = (typeof HISTORY_PATHS)[number];

@@ -280,6 +280,24 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       await runEffect(stack, taskAnnouncedRequest(effectId, 'request-h8', 'History: two steps'));
     },
   },
+  {
+    path: 'not-hosted-wait',
+    shows:
+      'v5: the only polling worker hosts no destination: its attempt is answered "not hosted" (nothing written) and the ' +
+      'run waits, then a worker that hosts keyed-api makes attempt 1 and the refund is recorded',
+    effectId: 'hist:not-hosted-wait',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      await stack.withWorker(
+        async () => {
+          await stack.effects.approve(refundRequest(effectId, 130, 'ch_h9'));
+          await waitForStage(stack, effectId, 'attempted', 'a worker that hosts destination keyed-api');
+        },
+        { adapters: () => ({}) },
+      );
+      await stack.withWorker(() => stack.effects.result(effectId));
+    },
+  },
 ];
 
 // Every path has exactly one scenario (checked when the module loads: the capture relies on it).

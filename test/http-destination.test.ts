@@ -1,0 +1,137 @@
+// The declarative HTTP destination against the real provider simulator (no Temporal): keyed-api, declared as
+// data, carries the API's contract — a replayed response for a key it knows, 400 for a key back with other
+// parameters, 409 while the key is in flight — and reads back by key, then by the stamped reference once the
+// key is forgotten. A declaration whose API keeps no body hash computes it from the object's fields.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { httpAdapter, valueAt } from '../activities/destinations/http-destination.js';
+import { bodySha256Of } from '../activities/destinations/index.js';
+import { keyedApi, keyedApiSpec } from '../activities/destinations/keyed-api.js';
+import type { DestinationAdapter, ReadbackRequest } from '../domain/destination-contract.js';
+import { type SimulatorProcess, startSimulator } from '../harness/simulator/client.js';
+import { waitFor } from '../stack/wait-for.js';
+
+function sendable(adapter: DestinationAdapter, reference: string, payload: Record<string, unknown>) {
+  const pkg = adapter.buildPackage(reference, 'task.create', payload);
+  const readback: ReadbackRequest = {
+    effectId: reference,
+    idempotencyKey: reference,
+    package: pkg,
+    bodySha256: bodySha256Of(pkg.body),
+    since: new Date(Date.now() - 60_000).toISOString(),
+  };
+  return {
+    send: { effectId: reference, idempotencyKey: reference, operation: 'task.create', package: pkg, timeoutMs: 5000 },
+    readback,
+  };
+}
+
+describe('the declarative HTTP destination against the simulator', () => {
+  let simulator: SimulatorProcess;
+  let keyed: DestinationAdapter;
+  before(async () => {
+    simulator = await startSimulator();
+    keyed = keyedApi(simulator.url);
+  });
+  beforeEach(() => simulator.reset());
+  after(() => simulator?.stop());
+
+  test('replayed for a known key; 400 for the key with other parameters; 409 while it is in flight', async () => {
+    const first = sendable(keyed, 'task:H-1', { title: 'Prepare preview', request: 'h-1' });
+    const created = await keyed.send(first.send);
+    assert.equal(created.class, 'confirmed');
+    const again = await keyed.send(first.send);
+    assert.equal(again.class, 'confirmed');
+    assert.equal(again.class === 'confirmed' && again.detail.replayed, true);
+    assert.equal(again.class === 'confirmed' && again.externalId, created.class === 'confirmed' && created.externalId);
+
+    const changed = sendable(keyed, 'task:H-1', { title: 'Prepare preview, changed', request: 'h-1' });
+    const reused = await keyed.send(changed.send);
+    assert.equal(reused.class, 'rejected', JSON.stringify(reused));
+    assert.equal(reused.httpStatus, 400);
+
+    await simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 600_000 });
+    const held = sendable(keyed, 'task:H-2', { title: 'Held', request: 'h-2' });
+    const inFlight = keyed.send({ ...held.send, timeoutMs: 60_000 });
+    // The held request has the key in flight: readback says so, and a second request meets 409.
+    const read = await waitFor(async () => {
+      const seen = await keyed.readBack(held.readback);
+      return seen.outcome === 'inconclusive' ? seen : undefined;
+    }, 'the provider to hold the key in flight');
+    assert.equal(read.outcome, 'inconclusive');
+    assert.equal(read.detail.method, 'idempotency_key');
+    const concurrent = await keyed.send(held.send);
+    assert.equal(concurrent.class, 'unknown', JSON.stringify(concurrent));
+    assert.equal(concurrent.httpStatus, 409);
+    await simulator.releaseDelays();
+    assert.equal((await inFlight).class, 'confirmed');
+    assert.equal((await simulator.objects()).length, 2);
+  });
+
+  test('readback: by key while the provider remembers it, then by the stamped reference; absent over complete coverage', async () => {
+    const ours = sendable(keyed, 'task:H-3', { title: 'Prepare preview', request: 'h-3' });
+    const created = await keyed.send(ours.send);
+    assert.equal(created.class, 'confirmed');
+    const byKey = await keyed.readBack(ours.readback);
+    assert.equal(byKey.outcome, 'found');
+    assert.equal(byKey.detail.method, 'idempotency_key');
+    await simulator.setRetention(1);
+    // Once the key is forgotten, the stamped reference finds the object.
+    const byReference = await waitFor(async () => {
+      const seen = await keyed.readBack(ours.readback);
+      return seen.detail.method === 'metadata_search' ? seen : undefined;
+    }, 'the key to be forgotten');
+    assert.equal(byReference.outcome, 'found');
+    assert.equal(byReference.detail.method, 'metadata_search');
+    assert.equal(
+      byReference.outcome === 'found' && byReference.externalId,
+      created.class === 'confirmed' && created.externalId,
+    );
+    const other = sendable(keyed, 'task:H-4', { title: 'Never sent', request: 'h-4' });
+    const absent = await keyed.readBack(other.readback);
+    assert.equal(absent.outcome, 'absent');
+    assert.equal(absent.coverage, 'complete');
+    // Our reference with another body is a person's to judge, never absence.
+    const foreign = await keyed.readBack({ ...ours.readback, bodySha256: bodySha256Of({ other: true }) });
+    assert.equal(foreign.outcome, 'inconclusive');
+  });
+
+  test('an API that keeps no body hash: the declaration computes it from the object, and still tells bodies apart', async () => {
+    const computed = httpAdapter(
+      { ...keyedApiSpec, object: { ...keyedApiSpec.object, bodySha256: (o) => bodySha256Of(valueAt(o, 'request')) } },
+      { baseUrl: simulator.url },
+    );
+    const ours = sendable(computed, 'task:H-5', { title: 'Prepare preview', request: 'h-5' });
+    const created = await computed.send(ours.send);
+    assert.equal(created.class, 'confirmed');
+    assert.equal((await computed.readBack(ours.readback)).outcome, 'found');
+    const seen = await computed.lookup(created.class === 'confirmed' ? created.externalId : '', ours.readback);
+    assert.equal(seen.exists && seen.matchesRelease, true);
+    const otherBody = await computed.lookup(created.class === 'confirmed' ? created.externalId : '', {
+      ...ours.readback,
+      bodySha256: bodySha256Of({ title: 'Prepare preview' }),
+    });
+    assert.equal(otherBody.exists && otherBody.matchesRelease, false);
+  });
+
+  test('a redirect is answered, never followed: unknown, and the request went once', async () => {
+    let requests = 0;
+    const redirecting = createServer((req, res) => {
+      requests += 1;
+      req.resume();
+      res.writeHead(307, { location: '/elsewhere' }).end();
+    });
+    await new Promise<void>((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = redirecting.address() as AddressInfo;
+      const moved = keyedApi(`http://127.0.0.1:${port}`);
+      const sent = await moved.send(sendable(moved, 'task:H-6', { title: 'Moved', request: 'h-6' }).send);
+      assert.equal(sent.class, 'unknown', JSON.stringify(sent));
+      assert.equal(requests, 1);
+    } finally {
+      redirecting.close();
+    }
+  });
+});

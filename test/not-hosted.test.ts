@@ -1,0 +1,131 @@
+// An effect for a destination the client knows but no polling worker hosts: its run never fails for it. The
+// attempt is not written (nothing left), the wait says why in the Web UI's details, the status query and `effect
+// status`, a person may abandon it meanwhile, and once a worker that hosts the destination polls, it proceeds. A
+// readback taken by a worker that does not host the destination is retried (visibly) until one that does takes it.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { assertProviderSaw, liveStatus, objectsFor, resultOf, waitForStage } from '../harness/effect-probes.js';
+import { type Stack, startStack } from '../harness/local-stack.js';
+import { taskRequest } from '../harness/sample-requests.js';
+import { readTrail } from '../ledger/trail.js';
+import { waitFor } from '../stack/wait-for.js';
+import { effectStageKey } from '../workflows/search-attributes.js';
+import { runCli } from './support/cli.js';
+import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
+
+/** A worker that hosts no destination at all: it runs the workflows and the ledger activities only. */
+const HOSTS_NOTHING = { adapters: () => ({}) };
+const WAITING = 'a worker that hosts destination keyed-api';
+
+describe('a destination no polling worker hosts', () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ purpose: 'not_hosted' });
+  });
+  after(() => stack?.stop());
+  isolateEachTest(() => stack);
+
+  test(
+    'the approval waits visibly with nothing written, then proceeds on a worker that hosts it',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:not-hosted-1';
+      const nowhere = await stack.startWorker(HOSTS_NOTHING);
+      try {
+        await stack.effects.approve(taskRequest(effectId, 'req-nh-1'));
+        const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
+        assert.match(waiting.awaiting ?? '', /nothing was sent/);
+        assert.match(waiting.awaiting ?? '', /not hosted by this worker \(it hosts: none\)/);
+        assert.deepEqual(waiting.attempts, [], 'no attempt in the workflow’s view');
+        // The run is alive, and says so where an operator looks: its search attribute and its current details.
+        const handle = stack.env.client.workflow.getHandle(effectId);
+        const description = await handle.describe();
+        assert.equal(description.status.name, 'RUNNING');
+        assert.equal(description.typedSearchAttributes.get(effectStageKey), 'attempted');
+        // The ledger holds no attempt: nothing was written for a request that could not leave.
+        const trail = await readTrail(stack.ledger.db, effectId);
+        assert.equal(trail?.effect.stage, 'released');
+        assert.equal(trail?.attempts.length, 0);
+        const cli = await runCli(stack, ['status', effectId]);
+        assert.equal(cli.code, 0, cli.stderr);
+        assert.match(cli.stdout, new RegExp(`awaiting: ${WAITING}`));
+        assert.equal((await objectsFor(stack, effectId)).length, 0);
+      } finally {
+        await nowhere.stop();
+      }
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      const trail = await readTrail(stack.ledger.db, effectId);
+      assert.equal(trail?.attempts.length, 1, 'one attempt: the one a hosting worker made');
+      assert.equal(trail?.attempts[0]?.attemptNumber, 1);
+      const objects = await objectsFor(stack, effectId);
+      assert.equal(objects.length, 1);
+      assert.equal(trail?.fact?.externalId, objects[0]?.id);
+      await assertProviderSaw(stack, effectId, { posts: 1 });
+    },
+  );
+
+  test('a person abandons it meanwhile: nothing was ever sent', TEST_TIMEOUT, async () => {
+    const effectId = 'task:not-hosted-2';
+    await stack.withWorker(async () => {
+      await stack.effects.approve(taskRequest(effectId, 'req-nh-2'));
+      await waitForStage(stack, effectId, 'attempted', WAITING);
+      const answer = await stack.effects.decide(effectId, 'abandon', {
+        actor: 'ops@example.com',
+        reason: 'no worker will ever host keyed-api here',
+      });
+      assert.equal(answer.accepted, true, answer.reason);
+      const result = await resultOf(stack, effectId);
+      assert.equal(result.stage, 'abandoned');
+    }, HOSTS_NOTHING);
+    const trail = await readTrail(stack.ledger.db, effectId);
+    assert.equal(trail?.effect.stage, 'abandoned');
+    assert.equal(trail?.attempts.length, 0);
+    assert.equal((await objectsFor(stack, effectId)).length, 0);
+    await assertProviderSaw(stack, effectId, { posts: 0 });
+  });
+
+  test(
+    'a readback taken by a worker that does not host the destination is retried until one does',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:not-hosted-3';
+      // The send times out while the provider still holds the key in flight: UNKNOWN, and the first readback
+      // (on the hosting worker) is inconclusive. The next one comes a readback interval later.
+      const effects = stack.effectsWith({ callTimeoutMs: 1000, readbackIntervalMs: 8000 });
+      await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 2500 });
+      await stack.withWorker(async () => {
+        await effects.approve(taskRequest(effectId, 'req-nh-3'));
+        await waitFor(async () => (await liveStatus(stack, effectId)).readbacks.length === 1, 'the first readback');
+      });
+      const nowhere = await stack.startWorker(HOSTS_NOTHING);
+      try {
+        const report = await waitFor(async () => {
+          const seen = await stack.effects.status(effectId);
+          return seen.retrying?.some(
+            (r) =>
+              r.activity === 'readBack' && /destination keyed-api is not hosted by this worker/.test(r.lastFailure),
+          )
+            ? seen
+            : undefined;
+        }, 'the readback retried on the worker that does not host keyed-api');
+        assert.equal(report.trail.effect.stage, 'unknown', 'still UNKNOWN, not failed');
+        const readbacks = report.trail.evidence.filter((e) => e.kind === 'readback');
+        assert.equal(readbacks.length, 1, 'the worker that does not host it recorded no readback');
+        const cli = await runCli(stack, ['status', effectId]);
+        assert.match(
+          cli.stdout,
+          /retrying: readBack \(attempt \d+.*\): destination keyed-api is not hosted by this worker/,
+        );
+      } finally {
+        await nowhere.stop();
+      }
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      const trail = await readTrail(stack.ledger.db, effectId);
+      assert.equal(trail?.attempts.length, 1);
+      assert.equal(trail?.fact?.confirmedBy, 'readback');
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+    },
+  );
+});

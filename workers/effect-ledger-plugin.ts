@@ -1,0 +1,195 @@
+// effect-ledger as a Temporal worker plugin: a team adds it to a worker it already runs.
+//
+//   const effectLedger = new EffectLedgerPlugin({ db: ledger.db, destinations: await loadWorkerDestinations() });
+//   const worker = await Worker.create({ connection, namespace, taskQueue, plugins: [effectLedger] });
+//   await worker.run();
+//
+// It registers the effect workflow's activities (with the adapters of the destinations this worker hosts) and the
+// ledger reconciler's, and the workflows themselves unless the worker brings its own bundle or path (which must
+// then `export * from 'effect-ledger/workflows'`). Beside the running worker (runWorker) it keeps the ledger
+// reconciler's schedule and a local pass on a timer. The task queue is the one the clients start effects on.
+import { Client } from '@temporalio/client';
+import { SimplePlugin } from '@temporalio/plugin';
+import {
+  type ReplayWorkerOptions,
+  Runtime,
+  type Worker,
+  type WorkerOptions,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import { builtInDestinations } from '../activities/destinations/built-in.js';
+import type { Destinations } from '../activities/destinations/registry.js';
+import type { EffectMetrics } from '../activities/effect-metrics.js';
+import { createActivities } from '../activities/index.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import type { DestinationCatalog, DestinationContext, KnownDestination } from '../domain/destination.js';
+import type { LedgerDb } from '../ledger/db.js';
+import { hostDestinations } from './hosted-destinations.js';
+import {
+  createReconcilerActivities,
+  ensureReconcilerSchedule,
+  passLogFields,
+  type ReconcilerPassObserver,
+} from './ledger-reconciler.js';
+import { workflowsPath } from './workflows-path.js';
+
+export interface EffectLedgerPluginOptions {
+  /** The ledger, as the runtime role. */
+  db: LedgerDb;
+  /**
+   * The destinations this worker knows (default: the built-ins), connected with `env`; those that do not connect
+   * are known but not hosted here. Or the adapters themselves, already connected, by name.
+   */
+  destinations?: readonly KnownDestination[] | Destinations;
+  /** The environment destinations connect with (default process.env). */
+  env?: DestinationContext['env'];
+  /** Counters per destination (attempts, outcomes, readbacks, decisions). */
+  metrics?: EffectMetrics;
+  /** A prebuilt bundle of effect-ledger's workflows (default: bundled from its workflows path at Worker.create). */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  /**
+   * The backend client the ledger reconciler resumes stranded effects through (default: one on the worker's own
+   * connection, knowing these destinations).
+   */
+  effects?: EffectLedgerClient;
+  /**
+   * Beside the running worker: the reconciler's schedule (created once per namespace) and a local pass every
+   * `everyMs` (default 60 s), each resuming effects unmoved for `olderThanMs` (default min(30 s, everyMs)).
+   * false: neither (the reconciler's activity is still hosted, for a schedule kept elsewhere).
+   */
+  reconciler?: false | { everyMs?: number; olderThanMs?: number };
+  /** Counts the reconciler's passes, scheduled and local (the worker process's metrics). */
+  reconcilerObserver?: ReconcilerPassObserver;
+}
+
+/** The plugin's name, as Temporal reports it. */
+export const EFFECT_LEDGER_PLUGIN = 'effect-ledger';
+
+interface ConfiguredWorker {
+  effects: EffectLedgerClient;
+  namespace: string;
+}
+
+export class EffectLedgerPlugin extends SimplePlugin {
+  private readonly hosted: Destinations;
+  private readonly known: DestinationCatalog;
+  private readonly notHosted: string[];
+  /** Per task queue: one plugin object may serve several workers. */
+  private readonly configured = new Map<string, ConfiguredWorker>();
+
+  constructor(private readonly settings: EffectLedgerPluginOptions) {
+    super({ name: EFFECT_LEDGER_PLUGIN });
+    const given = settings.destinations ?? builtInDestinations;
+    if (Array.isArray(given)) {
+      ({
+        hosted: this.hosted,
+        known: this.known,
+        notHosted: this.notHosted,
+      } = hostDestinations(given as readonly KnownDestination[], settings.env));
+    } else {
+      this.hosted = given as Destinations;
+      this.known = Object.freeze({ ...this.hosted });
+      this.notHosted = [];
+    }
+  }
+
+  /** The destinations this worker hosts, and those it knows but does not host. */
+  get destinations(): { hosted: string[]; notHosted: string[] } {
+    return { hosted: Object.keys(this.hosted), notHosted: [...this.notHosted] };
+  }
+
+  override configureWorker(options: WorkerOptions): WorkerOptions {
+    const configured = super.configureWorker(options);
+    const { db, metrics } = this.settings;
+    const namespace = options.namespace ?? 'default';
+    const effects =
+      this.settings.effects ??
+      new EffectLedgerClient({
+        // A Client on the worker's own native connection: the reconciler starts runs where the worker polls.
+        client: new Client({ ...(options.connection ? { connection: options.connection } : {}), namespace }),
+        db,
+        taskQueue: options.taskQueue,
+        destinations: Object.values(this.known),
+      });
+    this.configured.set(options.taskQueue, { effects, namespace });
+    const ours: Record<string, unknown> = {
+      ...createActivities({ db, destinations: this.hosted, ...(metrics ? { metrics } : {}) }),
+      ...createReconcilerActivities(effects, this.settings.reconcilerObserver),
+    };
+    // The effect workflow schedules its activities by these names: a worker's own activity of the same name would
+    // be replaced silently, so it is refused.
+    const clash = Object.keys(options.activities ?? {}).filter((name) => Object.hasOwn(ours, name));
+    if (clash.length)
+      throw new TypeError(
+        `effect-ledger's activities ${clash.join(', ')} share a name with this worker's own: rename the worker's, or run effect-ledger on a worker of its own`,
+      );
+    Runtime.instance().logger.info('effect-ledger destinations', {
+      taskQueue: options.taskQueue,
+      hosted: Object.keys(this.hosted),
+      notHosted: this.notHosted,
+    });
+    return {
+      // A send in flight at SIGTERM gets time to finish and record its answer, rather than become UNKNOWN.
+      shutdownGraceTime: '30 seconds',
+      ...configured,
+      activities: { ...(configured.activities ?? {}), ...ours },
+      ...this.workflows(configured),
+    };
+  }
+
+  override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
+    const configured = super.configureReplayWorker(options);
+    return { ...configured, ...this.workflows(configured) };
+  }
+
+  /** The reconciler's schedule and local pass run beside the worker, and stop with it. */
+  override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    const { reconciler } = this.settings;
+    const configured = this.configured.get(worker.options.taskQueue);
+    if (reconciler === false || !configured) return super.runWorker(worker, next);
+    const everyMs = reconciler?.everyMs ?? 60_000;
+    const olderThanMs = reconciler?.olderThanMs ?? Math.min(30_000, everyMs);
+    const logger = Runtime.instance().logger;
+    const { effects } = configured;
+    try {
+      await ensureReconcilerSchedule(effects.temporal, { taskQueue: worker.options.taskQueue, everyMs, olderThanMs });
+    } catch (error) {
+      // The local pass below still keeps effects moving from this worker.
+      logger.warn('ledger reconciler schedule could not be created', { error: (error as Error).message });
+    }
+    // The same pass from every worker on a timer as well: the schedule is what operators see, but in one chaos
+    // seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent. One at a time:
+    // a pass longer than the period is not joined by another from the same worker.
+    const observer = this.settings.reconcilerObserver;
+    let passing = false;
+    const localPass = setInterval(() => {
+      if (passing) return;
+      passing = true;
+      effects
+        .resumeStranded({ olderThanMs })
+        .then((report) => {
+          logger.info('ledger reconciler pass', passLogFields(report, 'timer'));
+          observer?.passed(report);
+        })
+        .catch((error: unknown) => {
+          logger.warn('ledger reconciler pass failed', { error });
+          observer?.failed();
+        })
+        .finally(() => {
+          passing = false;
+        });
+    }, everyMs);
+    localPass.unref();
+    try {
+      await super.runWorker(worker, next);
+    } finally {
+      clearInterval(localPass);
+    }
+  }
+
+  /** effect-ledger's workflows, unless the worker brings its own bundle or path (which must include them). */
+  private workflows(options: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>) {
+    if (options.workflowBundle || options.workflowsPath) return {};
+    return this.settings.workflowBundle ? { workflowBundle: this.settings.workflowBundle } : { workflowsPath };
+  }
+}
