@@ -22,6 +22,7 @@ import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-wor
 import { freePort } from './free-port.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
+import { claimDatabase } from './test-databases.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -109,7 +110,7 @@ export async function startStack({
   const [env, simulator] = await Promise.all([
     startTemporal({ config, uiPort }),
     startSimulator(),
-    migrateLedger(databaseUrl.toString()),
+    migrateLedger(databaseUrl.toString()).then(() => claimDatabase(dbName, adminUrl)),
   ]);
   const ledger = openLedger(databaseUrl.toString());
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;

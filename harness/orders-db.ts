@@ -2,6 +2,7 @@
 // separate from the ledger's, with the table the adapter writes. drop() removes it.
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import { claimDatabase } from './test-databases.js';
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -28,6 +29,7 @@ export async function createOrdersDatabase(): Promise<OrdersDatabase> {
   const name = `orders_${randomBytes(5).toString('hex')}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE "${name}"`).finally(() => admin.end());
+  await claimDatabase(name, adminUrl);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   const sql = postgres(url.toString(), { max: 2, onnotice: () => {} });

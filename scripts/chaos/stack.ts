@@ -22,6 +22,7 @@ import { type NatsServer, startNats } from '../../harness/nats.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../../harness/orders-db.js';
 import { type SimulatorProcess, startSimulator } from '../../harness/simulator/client.js';
 import { environmentOnCluster, temporalTarget } from '../../harness/temporal-target.js';
+import { claimDatabase } from '../../harness/test-databases.js';
 import { startToxiproxy, type ToxiproxyServer } from '../../harness/toxiproxy.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
 import { type Ledger, openLedger } from '../../ledger/db.js';
@@ -142,6 +143,7 @@ export class ChaosStack {
     url.pathname = `/${this.dbName}`;
     this.databaseUrl = url.toString();
     await migrateLedger(this.databaseUrl);
+    await claimDatabase(this.dbName, adminUrl);
     const runner = new URL(this.databaseUrl);
     runner.searchParams.set('application_name', 'chaos-runner');
     this.ledger = openLedger(runner.toString(), { max: 4 });
