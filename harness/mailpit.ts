@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { projectRoot } from '../workers/config.js';
 import { freePort } from './free-port.js';
-import { startGuarded } from './guarded-server.js';
+import { spawnSupervised } from './reaper.js';
 import { waitFor } from './wait-for.js';
 
 export const MAILPIT_MAX_MESSAGES = 500;
@@ -27,7 +27,7 @@ export function mailpitBinary(): string {
 export async function startMailpit(): Promise<MailpitServer> {
   const [smtpPort, httpPort] = [await freePort(), await freePort()];
   const url = `http://127.0.0.1:${httpPort}`;
-  const server = startGuarded(mailpitBinary(), [
+  const server = spawnSupervised(mailpitBinary(), [
     '--smtp',
     `127.0.0.1:${smtpPort}`,
     '--listen',

@@ -1,9 +1,8 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { tiedCommand } from './cluster/processes.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
-import { reapWithUs } from './reaper.js';
+import { spawnSupervised } from './reaper.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 
@@ -36,16 +35,13 @@ export async function startWorkerProcess(
   providerUrl = stack.simulator.url,
   options: WorkerProcessOptions = {},
 ): Promise<WorkerProcess> {
-  // Tied to us: a worker never outlives the test, chaos run or cluster script that started it.
+  // Supervised: a worker never outlives the test, chaos run or cluster script that started it.
   const [file, args] = options.command
-    ? tiedCommand(options.command, [])
-    : tiedCommand(process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]);
-  const child = spawn(file, args, {
+    ? [options.command, []]
+    : [process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]];
+  const { child, exited } = spawnSupervised(file, args, {
     env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  reapWithUs(child.pid);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let seen = '';
   // The SDK logs the worker's state changes; RUNNING means it polls the task queue.
   await new Promise<void>((resolve, reject) => {
