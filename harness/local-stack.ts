@@ -18,11 +18,12 @@ import {
 import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { loadTemporalConfig } from '../workers/config.js';
-import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
+import { createEffectWorker } from '../workers/effect-worker.js';
 import { freePort } from './free-port.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
 import { claimDatabase } from './test-databases.js';
+import { loadWorkflowBundle } from './workflow-bundle.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -105,7 +106,7 @@ export async function startStack({
   const dbName = `effect_ledger_${purpose}_${randomBytes(5).toString('hex')}`;
   const databaseUrl = new URL(adminUrl);
   databaseUrl.pathname = `/${dbName}`;
-  bundle ??= bundleEffectWorkflows();
+  bundle ??= loadWorkflowBundle();
   const uiPort = ui ? await freePort() : undefined;
   const [env, simulator] = await Promise.all([
     startTemporal({ config, uiPort }),

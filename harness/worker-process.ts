@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { type Stack, stackEnvironment } from './local-stack.js';
 import { spawnSupervised } from './reaper.js';
+import { workflowBundlePath } from './workflow-bundle.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 
@@ -39,8 +40,11 @@ export async function startWorkerProcess(
   const [file, args] = options.command
     ? [options.command, []]
     : [process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]];
+  // Our own worker gets the workflow bundle made ahead (harness/workflow-bundle.ts): it starts without
+  // bundling. The packaged command bundles as a user's worker would.
+  const bundle = options.command ? {} : { EFFECT_LEDGER_WORKFLOW_BUNDLE: await workflowBundlePath() };
   const { child, exited } = spawnSupervised(file, args, {
-    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...options.env },
+    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...bundle, ...options.env },
   });
   let seen = '';
   // The SDK logs the worker's state changes; RUNNING means it polls the task queue.

@@ -8,6 +8,7 @@ import {
   DefaultLogger,
   type NativeConnection,
   Worker,
+  type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities/index.js';
@@ -33,7 +34,8 @@ export interface EffectWorkerOptions extends ActivityDeps {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** A bundle made ahead (bundleEffectWorkflows), or its code's path; without one, the worker bundles. */
+  workflowBundle?: WorkflowBundleOption;
   /** Identity shown in the Web UI's worker list. */
   identity?: string;
   /** With a client, the worker also hosts the ledger reconciler's activity (resuming stranded effects). */

@@ -7,7 +7,9 @@
 // resumed), EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
 // endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
-// activities get to finish). It also makes sure the ledger reconciler's schedule exists. docs/deploy.md.
+// activities get to finish), EFFECT_LEDGER_WORKFLOW_BUNDLE (the path of the workflow code bundled ahead of
+// time, bundleEffectWorkflows()'s `code` in a file: the worker starts without bundling; unset, it bundles).
+// It also makes sure the ledger reconciler's schedule exists. docs/deploy.md.
 import type { LogLevel } from '@temporalio/worker';
 import { createDestinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
@@ -66,6 +68,9 @@ try {
     destinations: createDestinations(destinationSettings()),
     effects,
     metrics: metrics.effects,
+    ...(process.env.EFFECT_LEDGER_WORKFLOW_BUNDLE
+      ? { workflowBundle: { codePath: process.env.EFFECT_LEDGER_WORKFLOW_BUNDLE } }
+      : {}),
     ...(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS
       ? { shutdownGraceMs: Number(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS) }
       : {}),
