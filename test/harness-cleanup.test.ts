@@ -48,6 +48,8 @@ function startedBy(harness: ChildProcessByStdio<null, Readable, null>): Promise<
       harness.once('exit', (code) => reject(new Error(`the harness exited early (${code})`)));
     }),
     'the stuck harness to start its stack',
+    // Generous: files run side by side, and a loaded machine starts four servers slowly.
+    120_000,
   );
 }
 
@@ -79,7 +81,7 @@ let goneWithinMs = 0;
 
 test(
   'a SIGKILLed harness takes its dev server, simulator, worker process and Mailpit with it; the sweep takes its database',
-  { timeout: 120_000 },
+  { timeout: 240_000 },
   () =>
     killStuckHarness({}, async (started) => {
       const killedAt = performance.now();
@@ -121,7 +123,7 @@ test(
     }),
 );
 
-test('the check bites: without the reaper, every child outlives the harness', { timeout: 120_000 }, () =>
+test('the check bites: without the reaper, every child outlives the harness', { timeout: 240_000 }, () =>
   killStuckHarness({ EFFECT_LEDGER_HARNESS_REAPER: 'off' }, async (started) => {
     // Nothing but the reaper ties them to us. Asserting that nothing happens takes a bounded wait: well past
     // the time the reaper needed above.
