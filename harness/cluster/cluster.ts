@@ -221,7 +221,8 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     const started = Date.now();
     const child = spawnSupervised(
       binaries.server!,
-      ['--config-file', join(here, 'temporal-server.yaml'), '--allow-no-auth', 'start'],
+      // harness/cluster/temporal-server.yaml: the config directory and the "environment" that names the file.
+      ['--root', here, '--config', '.', '--env', 'temporal-server', '--allow-no-auth', 'start'],
       { env, cwd: dir, logFile: join(dir, 'server.log') },
     );
     server = child;
