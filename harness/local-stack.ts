@@ -108,11 +108,22 @@ export async function startStack({
   databaseUrl.pathname = `/${dbName}`;
   bundle ??= loadWorkflowBundle();
   const uiPort = ui ? await freePort() : undefined;
-  const [env, simulator] = await Promise.all([
+  const [temporal, simulatorStart, migrated] = await Promise.allSettled([
     startTemporal({ config, uiPort }),
     startSimulator(),
     migrateLedger(databaseUrl.toString()).then(() => claimDatabase(dbName, adminUrl)),
   ]);
+  if (temporal.status === 'rejected' || simulatorStart.status === 'rejected' || migrated.status === 'rejected') {
+    // Half a stack is no use to anyone: stop what did start, and drop the database.
+    await Promise.allSettled([
+      temporal.status === 'fulfilled' ? temporal.value.teardown() : undefined,
+      simulatorStart.status === 'fulfilled' ? simulatorStart.value.stop() : undefined,
+    ]);
+    await dropDatabase(dbName).catch(() => {});
+    throw ([temporal, simulatorStart, migrated].find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+  }
+  const env = temporal.value;
+  const simulator = simulatorStart.value;
   const ledger = openLedger(databaseUrl.toString());
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
   const approvedEffectIds = new Set<string>();
@@ -167,10 +178,14 @@ export async function startStack({
     },
     async stop() {
       await Promise.allSettled([env.teardown(), simulator.stop(), ledger.close()]);
-      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).finally(() => admin.end());
+      await dropDatabase(dbName);
     },
   };
+}
+
+async function dropDatabase(name: string): Promise<void> {
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).finally(() => admin.end());
 }
 
 /** The environment that points a child process (CLI, worker) at this stack. */

@@ -6,11 +6,13 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
+import { parentPid } from '../harness/proc-stat.js';
 import { claimDatabase, listThrowawayDatabases, sweepThrowawayDatabases } from '../harness/test-databases.js';
 import { waitFor, within } from '../harness/wait-for.js';
 
@@ -36,6 +38,23 @@ function running(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Every process below `pid`, from /proc. */
+function descendantsOf(pid: number): number[] {
+  const all = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map((name) => [Number(name), parentPid(Number(name))] as const);
+  const found: number[] = [];
+  const walk = (parent: number) => {
+    for (const [child, ppid] of all)
+      if (ppid === parent) {
+        found.push(child);
+        walk(child);
+      }
+  };
+  walk(pid);
+  return found;
 }
 
 function startedBy(harness: ChildProcessByStdio<null, Readable, null>): Promise<Started> {
@@ -68,7 +87,13 @@ async function killStuckHarness(env: NodeJS.ProcessEnv, check: (started: Started
     harness.kill('SIGKILL');
     await check(started);
   } finally {
-    if (harness.exitCode === null && harness.signalCode === null) harness.kill('SIGKILL');
+    if (harness.exitCode === null && harness.signalCode === null) {
+      // A harness that never said what it started (it failed, or was too slow): its children go with it
+      // here, whether or not its reaper is on.
+      const children = harness.pid ? descendantsOf(harness.pid) : [];
+      harness.kill('SIGKILL');
+      for (const pid of children) if (running(pid)) process.kill(pid, 'SIGKILL');
+    }
     // The throwaway database is the one thing a dead harness cannot drop.
     if (started) {
       const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
