@@ -13,6 +13,7 @@ import { Transform } from 'node:stream';
 import { run } from 'node:test';
 import { tap } from 'node:test/reporters';
 import { Command, InvalidArgumentError } from 'commander';
+import postgres from 'postgres';
 import { locateTemporalCli } from '../../harness/temporal-cli.js';
 import { mainSuiteFiles, projectRoot, scheduleOrder } from './files.js';
 import { type FileTiming, fileLine, formatTimings } from './timings.js';
@@ -68,6 +69,35 @@ function cpuOf(file: string): number | undefined {
   if (!existsSync(usageLog)) return undefined;
   const lines = readFileSync(usageLog, 'utf8').trim().split('\n');
   return lines.map((line) => JSON.parse(line) as { file: string; cpuMs: number }).find((e) => e.file === file)?.cpuMs;
+}
+
+/**
+ * The most sessions PostgreSQL had while the files ran, sampled every 2 s, against its max_connections:
+ * files side by side each hold pools (ledger, workers, a cluster's services), and a full server refuses new
+ * sessions ("too many clients"), which fails tests that have nothing wrong with them. Counts every session
+ * on the server: on a shared machine, others' too.
+ */
+function watchConnections(): { stop(): Promise<{ peak: number; max: number } | undefined> } {
+  const sql = postgres(process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', {
+    max: 1,
+    onnotice: () => {},
+  });
+  let peak = 0;
+  let max = 0;
+  const sample = async () => {
+    const [row] = await sql<{ n: number; max: number }[]>`
+      SELECT count(*)::int AS n, current_setting('max_connections')::int AS max FROM pg_stat_activity`;
+    if (row) [peak, max] = [Math.max(peak, row.n), row.max];
+  };
+  const timer = setInterval(() => void sample().catch(() => {}), 2000);
+  void sample().catch(() => {});
+  return {
+    async stop() {
+      clearInterval(timer);
+      await sql.end({ timeout: 1 }).catch(() => {});
+      return max ? { peak, max } : undefined;
+    },
+  };
 }
 
 interface TestEvent {
@@ -131,20 +161,30 @@ const observe = new Transform({
 // One build of a missing Temporal CLI here, not one per file started at once (harness/temporal-cli.ts).
 if (process.env.EFFECT_LEDGER_TEMPORAL_TARGET !== 'cluster') locateTemporalCli();
 process.stderr.write(`running ${files.length} test file(s), ${Math.min(concurrency, files.length)} at a time\n`);
+const connections = watchConnections();
 const stream = run({
   files: files.map((file) => resolve(projectRoot, file)),
   concurrency,
   timeout,
+  // A file ends when its tests have: a server or timer its failed set-up left behind does not hold it open
+  // until the timeout (a test process does not exit on SIGTERM; the reaper stops what it started).
+  forceExit: true,
   ...(testNamePattern.length ? { testNamePatterns: testNamePattern } : {}),
 });
 const reported = stream.pipe(observe).compose(tap);
 reported.pipe(process.stdout);
 await new Promise((done) => reported.once('end', done));
 
+const pg = await connections.stop();
+if (pg) {
+  const line = `el-pg peak=${pg.peak} max=${pg.max}`;
+  if (process.env.EL_TIMINGS) appendFileSync(process.env.EL_TIMINGS, `${line}\n`);
+  process.stdout.write(`# ${line}\n`);
+}
 // Under npm test, .ci/run or test:cluster ($EL_TIMINGS set), their summary has the table; alone, ours.
 const ended = [...timings.values()].filter((t) => t.end > 0);
 if (ended.length > 1 && !process.env.EL_TIMINGS) {
-  process.stderr.write(`\n${formatTimings({ phases: [], files: ended, machine: [] })}\n`);
+  process.stderr.write(`\n${formatTimings({ phases: [], files: ended, machine: [], ...(pg ? { pg } : {}) })}\n`);
 }
 rmSync(usageDir, { recursive: true, force: true });
 process.exitCode = failed ? 1 : 0;

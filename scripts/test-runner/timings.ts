@@ -3,9 +3,10 @@
 //   el-phase <name> start=<epoch ms> end=<epoch ms> cpu=<s|->   a phase (set-up steps, builds, suites)
 //   el-file <path> start=<epoch ms> end=<epoch ms> cpu=<ms|-> tests=<n> failed=<n>   a test file
 //   el-machine <epoch ms> busy=<ticks> total=<ticks>   /proc/stat's CPU counters (all cores), at the ends
+//   el-pg peak=<n> max=<n>   the most PostgreSQL sessions while a suite ran, and max_connections
 // This turns them into the per-phase and per-file tables. Run directly on a log or timings file (markers are
 // found anywhere in a line, so a log with prefixed lines works):
-//   node --import tsx scripts/test-runner/timings.ts .data/ci-run.log
+//   node --import tsx scripts/test-runner/timings.ts .data/ci-timings.log
 //   node --import tsx scripts/test-runner/timings.ts --write-durations <log>   (refresh the scheduling weights)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -38,6 +39,8 @@ export interface Timings {
   phases: Phase[];
   files: FileTiming[];
   machine: MachineSample[];
+  /** The most PostgreSQL sessions while a suite ran, and the server's max_connections. */
+  pg?: { peak: number; max: number };
 }
 
 const fields = (text: string) => Object.fromEntries([...text.matchAll(/(\w[\w-]*)=(\S+)/g)].map((m) => [m[1], m[2]]));
@@ -54,7 +57,13 @@ export function fileLine(file: FileTiming): string {
 
 export function parseTimings(text: string): Timings {
   const timings: Timings = { phases: [], files: [], machine: [] };
-  for (const line of text.split('\n')) {
+  const seen = new Set<string>();
+  for (const whole of text.split('\n')) {
+    // A marker may show twice in a log (live, and in .ci/run's closing copy of them): once is enough.
+    const from = whole.search(/el-(phase|file|machine|pg) /);
+    if (from < 0 || seen.has(whole.slice(from))) continue;
+    const line = whole.slice(from);
+    seen.add(line);
     const [, phaseName, phaseFields] = /el-phase (\S+) (.*)$/.exec(line) ?? [];
     if (phaseName && phaseFields) {
       const f = fields(phaseFields);
@@ -80,6 +89,11 @@ export function parseTimings(text: string): Timings {
       // A file run twice in one log (a suite run again) counts once: its last run.
       timings.files = timings.files.filter((t) => t.file !== timing.file || t.start > timing.start);
       if (timing.start && timing.end) timings.files.push(timing);
+      continue;
+    }
+    const [, peak, max] = /el-pg peak=(\d+) max=(\d+)/.exec(line) ?? [];
+    if (peak && max) {
+      timings.pg = { peak: Math.max(Number(peak), timings.pg?.peak ?? 0), max: Number(max) };
       continue;
     }
     const [, at, machineFields] = /el-machine (\d+) (.*)$/.exec(line) ?? [];
@@ -169,6 +183,11 @@ export function formatTimings(timings: Timings, options: { topFiles?: number } =
     const total = lastSample.total - first.total;
     out.push(
       `Machine: CPUs busy ${Math.round((100 * busy) / total)}% of ${clock(lastSample.at - first.at)} (every process on it, ours or not: ${Math.round(busy / 100)} CPU-seconds).`,
+    );
+  }
+  if (timings.pg) {
+    out.push(
+      `PostgreSQL: at most ${timings.pg.peak} sessions at once, of max_connections ${timings.pg.max} (every client's).`,
     );
   }
   out.push(`Total: ${clock(last - zero)}.`);
