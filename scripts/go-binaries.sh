@@ -52,7 +52,8 @@ build_cli() {
   local marker="$go_binaries_root/bin/.building-temporal"
   mkdir -p "$go_binaries_root/bin"
   echo "$BASHPID" >"$marker"
-  trap 'rm -f "$marker"' EXIT
+  # shellcheck disable=SC2064 # the path now: the function's locals are gone when the subshell exits
+  trap "rm -f '$marker'" EXIT
   build_go_binary temporal github.com/temporalio/cli/cmd/temporal "$go_binaries_module"
 }
 
