@@ -1,8 +1,9 @@
 // The test runner behind `npm test`, `npm run test:only` and `npm run test:cluster`: Node's own test runner
 // (node:test's run(), TAP on stdout with its usual summary), each file in a process of its own with its own
 // stack on free ports, several files at once — the suite waits on timers and servers far more than it
-// computes — longest first (files.ts). After each file one `# el-file …` line says when it ran and what it
-// cost (also appended to $EL_TIMINGS); at the end, with more than one file, the per-file table.
+// computes — longest first (files.ts). As each file ends, a progress line on stderr; at the end, one
+// `# el-file …` line per file (when it ran, what it cost; also appended to $EL_TIMINGS), the most PostgreSQL
+// sessions at once (`# el-pg …`) and, run alone with more than one file, the per-file table.
 //   node --import tsx --import ./scripts/test-runner/file-usage.mjs scripts/test-runner/run.ts [options] [files…]
 // No files: every file of the main suite (files.ts). Options: --concurrency <n> (or EL_TEST_CONCURRENCY),
 // --timeout <ms> per file, --test-name-pattern <regex> (repeatable; as `node --test` takes it).
