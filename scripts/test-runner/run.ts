@@ -15,6 +15,7 @@ import { run } from 'node:test';
 import { tap } from 'node:test/reporters';
 import { Command, InvalidArgumentError } from 'commander';
 import postgres from 'postgres';
+import { parentPid } from '../../harness/proc-stat.js';
 import { locateTemporalCli } from '../../harness/temporal-cli.js';
 import { mainSuiteFiles, projectRoot, scheduleOrder } from './files.js';
 import { type FileTiming, fileLine, formatTimings } from './timings.js';
@@ -75,20 +76,37 @@ function cpuOf(file: string): number | undefined {
 /**
  * The most sessions PostgreSQL had while the files ran, sampled every 2 s, against its max_connections:
  * files side by side each hold pools (ledger, workers, a cluster's services), and a full server refuses new
- * sessions ("too many clients"), which fails tests that have nothing wrong with them. Counts every session
- * on the server: on a shared machine, others' too.
+ * sessions ("too many clients"), which fails tests that have nothing wrong with them. `peak` counts every
+ * session on the server; `ours`, those on databases claimed by our files' processes (harness/test-databases).
  */
-function watchConnections(): { stop(): Promise<{ peak: number; max: number } | undefined> } {
+function watchConnections(): { stop(): Promise<{ peak: number; ours: number; max: number } | undefined> } {
   const sql = postgres(process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', {
     max: 1,
     onnotice: () => {},
   });
   let peak = 0;
+  let ours = 0;
   let max = 0;
+  const descendsFromUs = (pid: number) => {
+    for (let p: number | null = pid, hops = 0; p && p > 1 && hops < 20; p = parentPid(p), hops++) {
+      if (p === process.pid) return true;
+    }
+    return false;
+  };
   const sample = async () => {
-    const [row] = await sql<{ n: number; max: number }[]>`
-      SELECT count(*)::int AS n, current_setting('max_connections')::int AS max FROM pg_stat_activity`;
-    if (row) [peak, max] = [Math.max(peak, row.n), row.max];
+    const rows = await sql<{ owner: string | null; n: number; max: number }[]>`
+      SELECT substring(shobj_description(a.datid, 'pg_database') FROM ' owner \\S+ (\\d+) ') AS owner,
+             count(*)::int AS n, current_setting('max_connections')::int AS max
+      FROM pg_stat_activity a GROUP BY 1`;
+    peak = Math.max(
+      peak,
+      rows.reduce((sum, r) => sum + r.n, 0),
+    );
+    ours = Math.max(
+      ours,
+      rows.filter((r) => r.owner && descendsFromUs(Number(r.owner))).reduce((s, r) => s + r.n, 0),
+    );
+    max = rows[0]?.max ?? max;
   };
   const timer = setInterval(() => void sample().catch(() => {}), 2000);
   void sample().catch(() => {});
@@ -96,7 +114,7 @@ function watchConnections(): { stop(): Promise<{ peak: number; max: number } | u
     async stop() {
       clearInterval(timer);
       await sql.end({ timeout: 1 }).catch(() => {});
-      return max ? { peak, max } : undefined;
+      return max ? { peak, ours, max } : undefined;
     },
   };
 }
@@ -178,7 +196,7 @@ await new Promise((done) => reported.once('end', done));
 
 const pg = await connections.stop();
 if (pg) {
-  const line = `el-pg peak=${pg.peak} max=${pg.max}`;
+  const line = `el-pg peak=${pg.peak} ours=${pg.ours} max=${pg.max}`;
   if (process.env.EL_TIMINGS) appendFileSync(process.env.EL_TIMINGS, `${line}\n`);
   process.stdout.write(`# ${line}\n`);
 }

@@ -3,7 +3,8 @@
 //   el-phase <name> start=<epoch ms> end=<epoch ms> cpu=<s|->   a phase (set-up steps, builds, suites)
 //   el-file <path> start=<epoch ms> end=<epoch ms> cpu=<ms|-> tests=<n> failed=<n>   a test file
 //   el-machine <epoch ms> busy=<ticks> total=<ticks>   /proc/stat's CPU counters (all cores), at the ends
-//   el-pg peak=<n> max=<n>   the most PostgreSQL sessions while a suite ran, and max_connections
+//   el-pg peak=<n> ours=<n> max=<n>   the most PostgreSQL sessions while a suite ran (all; on our files'
+//     databases), and max_connections
 // This turns them into the per-phase and per-file tables. Run directly on a log or timings file (markers are
 // found anywhere in a line, so a log with prefixed lines works):
 //   node --import tsx scripts/test-runner/timings.ts .data/ci-timings.log
@@ -39,8 +40,8 @@ export interface Timings {
   phases: Phase[];
   files: FileTiming[];
   machine: MachineSample[];
-  /** The most PostgreSQL sessions while a suite ran, and the server's max_connections. */
-  pg?: { peak: number; max: number };
+  /** The most PostgreSQL sessions while a suite ran (all, and on our files' databases), max_connections. */
+  pg?: { peak: number; ours?: number; max: number };
 }
 
 const fields = (text: string) => Object.fromEntries([...text.matchAll(/(\w[\w-]*)=(\S+)/g)].map((m) => [m[1], m[2]]));
@@ -91,9 +92,13 @@ export function parseTimings(text: string): Timings {
       if (timing.start && timing.end) timings.files.push(timing);
       continue;
     }
-    const [, peak, max] = /el-pg peak=(\d+) max=(\d+)/.exec(line) ?? [];
+    const [, peak, ours, max] = /el-pg peak=(\d+)(?: ours=(\d+))? max=(\d+)/.exec(line) ?? [];
     if (peak && max) {
-      timings.pg = { peak: Math.max(Number(peak), timings.pg?.peak ?? 0), max: Number(max) };
+      timings.pg = {
+        peak: Math.max(Number(peak), timings.pg?.peak ?? 0),
+        ...(ours ? { ours: Math.max(Number(ours), timings.pg?.ours ?? 0) } : {}),
+        max: Number(max),
+      };
       continue;
     }
     const [, at, machineFields] = /el-machine (\d+) (.*)$/.exec(line) ?? [];
@@ -187,7 +192,7 @@ export function formatTimings(timings: Timings, options: { topFiles?: number } =
   }
   if (timings.pg) {
     out.push(
-      `PostgreSQL: at most ${timings.pg.peak} sessions at once, of max_connections ${timings.pg.max} (every client's).`,
+      `PostgreSQL: at most ${timings.pg.peak} sessions at once (every client's${timings.pg.ours === undefined ? '' : `; on our test databases at most ${timings.pg.ours}`}), of max_connections ${timings.pg.max}.`,
     );
   }
   out.push(`Total: ${clock(last - zero)}.`);
