@@ -18,10 +18,12 @@ import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { freePort } from '../stack/free-port.js';
 import { dropDatabase, throwawayLedgerUrl } from '../stack/ledger-database.js';
+import { claimDatabase } from '../stack/test-databases.js';
 import { loadTemporalConfig } from '../workers/config.js';
-import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
+import { createEffectWorker } from '../workers/effect-worker.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
+import { loadWorkflowBundle } from './workflow-bundle.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -103,13 +105,24 @@ export async function startStack({
 }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
   const databaseUrl = throwawayLedgerUrl(purpose);
-  bundle ??= bundleEffectWorkflows();
+  bundle ??= loadWorkflowBundle();
   const uiPort = ui ? await freePort() : undefined;
-  const [env, simulator] = await Promise.all([
+  const [temporal, simulatorStart, migrated] = await Promise.allSettled([
     startTemporal({ config, uiPort, ...(devServerArgs ? { extraArgs: devServerArgs } : {}) }),
     startSimulator(),
-    migrateLedger(databaseUrl),
+    migrateLedger(databaseUrl).then(() => claimDatabase(new URL(databaseUrl).pathname.slice(1))),
   ]);
+  if (temporal.status === 'rejected' || simulatorStart.status === 'rejected' || migrated.status === 'rejected') {
+    // Half a stack is no use to anyone: stop what did start, and drop the database.
+    await Promise.allSettled([
+      temporal.status === 'fulfilled' ? temporal.value.teardown() : undefined,
+      simulatorStart.status === 'fulfilled' ? simulatorStart.value.stop() : undefined,
+    ]);
+    await dropDatabase(databaseUrl).catch(() => {});
+    throw ([temporal, simulatorStart, migrated].find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+  }
+  const env = temporal.value;
+  const simulator = simulatorStart.value;
   const ledger = openLedger(databaseUrl);
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
   const approvedEffectIds = new Set<string>();

@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { freePort } from '../stack/free-port.js';
-import { startGuarded } from '../stack/guarded-server.js';
+import { spawnSupervised } from '../stack/reaper.js';
 import { waitFor } from '../stack/wait-for.js';
 import { projectRoot } from '../workers/config.js';
 
@@ -29,7 +29,7 @@ export async function startMailpit(ports: { smtpPort?: number; httpPort?: number
   const smtpPort = ports.smtpPort ?? (await freePort());
   const httpPort = ports.httpPort ?? (await freePort());
   const url = `http://127.0.0.1:${httpPort}`;
-  const server = startGuarded(mailpitBinary(), [
+  const server = spawnSupervised(mailpitBinary(), [
     '--smtp',
     `127.0.0.1:${smtpPort}`,
     '--listen',

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { freePort } from '../stack/free-port.js';
-import { startGuarded } from '../stack/guarded-server.js';
+import { spawnSupervised } from '../stack/reaper.js';
 import { waitFor } from '../stack/wait-for.js';
 
 export interface NatsServer {
@@ -35,7 +35,7 @@ export async function startNats(preferred = process.env.NATS_ADDRESS ?? '127.0.0
   if (running) return { address: preferred, ours: false, connection: running, stop: () => running.close() };
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'nats-js-'));
-  const server = startGuarded(process.env.NATS_SERVER_BIN ?? 'nats-server', [
+  const server = spawnSupervised(process.env.NATS_SERVER_BIN ?? 'nats-server', [
     '-js',
     '-a',
     '127.0.0.1',

@@ -1,9 +1,9 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { reapWithUs } from '../stack/reaper.js';
-import { tiedCommand } from './cluster/processes.js';
+import { spawnSupervised } from '../stack/reaper.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
+import { workflowBundlePath } from './workflow-bundle.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 
@@ -36,16 +36,16 @@ export async function startWorkerProcess(
   providerUrl = stack.simulator.url,
   options: WorkerProcessOptions = {},
 ): Promise<WorkerProcess> {
-  // Tied to us: a worker never outlives the test, chaos run or cluster script that started it.
+  // Supervised: a worker never outlives the test, chaos run or cluster script that started it.
   const [file, args] = options.command
-    ? tiedCommand(options.command, [])
-    : tiedCommand(process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]);
-  const child = spawn(file, args, {
-    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    ? [options.command, []]
+    : [process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]];
+  // Our own worker gets the workflow bundle made ahead (harness/workflow-bundle.ts): it starts without
+  // bundling. The packaged command bundles as a user's worker would.
+  const bundle = options.command ? {} : { EFFECT_LEDGER_WORKFLOW_BUNDLE: await workflowBundlePath() };
+  const { child, exited } = spawnSupervised(file, args, {
+    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...bundle, ...options.env },
   });
-  reapWithUs(child.pid);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let seen = '';
   // The SDK logs the worker's state changes; RUNNING means it polls the task queue.
   await new Promise<void>((resolve, reject) => {

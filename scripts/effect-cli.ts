@@ -40,6 +40,7 @@ import { audit, formatAudit } from './audit/audit.js';
 import { destinationRecords, realDestinationRecords } from './audit/destination-records.js';
 import { readRequestLog } from './audit/request-log.js';
 import { temporalProbe } from './audit/workflow-probe.js';
+import { RequestFileError, readRequestFile } from './request-file.js';
 
 export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4, refused: 5, findings: 6 } as const;
 
@@ -71,15 +72,6 @@ async function openSession(): Promise<Session> {
       await Promise.allSettled([client.connection.close(), ledger.close()]);
     },
   };
-}
-
-function readRequest(source: string): unknown {
-  const text = readFileSync(source === '-' ? 0 : source, 'utf8');
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new InvalidEffectRequestError('malformed', `request is not JSON (${(error as Error).message})`);
-  }
 }
 
 function print(json: boolean, value: unknown, text: () => string): void {
@@ -125,7 +117,7 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action(async (file: string, opts: { json?: boolean }) => {
       // Validate before connecting anywhere: bad input changes nothing and needs no server.
-      const request = readRequest(file);
+      const request = readRequestFile(file);
       validateEffectRequest(request, catalogOf(await knownDestinations()));
       await withSession(async ({ effects }) => {
         // Test hook: contenders of a race test are let go together, connected and ready to approve.
@@ -281,7 +273,7 @@ export function buildProgram(): Command {
         file: string,
         opts: { approvedBy: string; reason: string; authorizationRef?: string; json?: boolean },
       ) => {
-        const raw = readRequest(file);
+        const raw = readRequestFile(file);
         const body = (raw && typeof raw === 'object' && 'payload' in raw ? raw : { payload: raw }) as Record<
           string,
           unknown
@@ -340,6 +332,7 @@ export function buildProgram(): Command {
 export function exitCodeFor(error: unknown): number {
   if (
     error instanceof InvalidEffectRequestError ||
+    error instanceof RequestFileError ||
     error instanceof WorkflowUpdateFailedError ||
     error instanceof InvalidArgumentError ||
     error instanceof DestinationModuleError ||

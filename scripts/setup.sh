@@ -1,96 +1,71 @@
 #!/usr/bin/env bash
-# Brings a fresh machine to the point where the demo and the tests can run: Node dependencies,
-# a PostgreSQL on 127.0.0.1:5432 (or DATABASE_URL's), and a Temporal CLI. Sourced by demo.sh and test.sh.
+# Brings a fresh machine to the point where the demo and the tests can run: Node dependencies, a PostgreSQL
+# on 127.0.0.1:5432 (or DATABASE_URL's), Debian's Chromium and nats-server, the Temporal CLI, Mailpit and
+# Toxiproxy. Sourced by demo.sh, cluster.sh, test.sh and test-cluster.sh. The slow parts — the Go builds
+# (minutes on a cold Go cache) and apt — start first, in the background, while npm ci runs; setup_wait waits
+# for them. With SETUP_DEFER_WAIT=1 (test.sh) the caller does other work first (typecheck, lint) and calls
+# setup_wait itself. Each step is marked as a phase (scripts/timing.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/go/bin:$PWD/bin:$PATH"
+source scripts/go-binaries.sh
 
 step() { printf '\033[1m▸ %s\033[0m\n' "$*" >&2; }
 
-# 0. The Temporal CLI build takes minutes on a cold Go cache: start it first, in the background, while npm,
-#    PostgreSQL and Chromium set up (step 4 waits for it). Only when no CLI is found where step 4 looks.
-cli_version=$(sed -n 's/^  version: \(v[0-9.]*\).*/\1/p' temporal.yaml | head -n 1)
-cli_build_log=$(mktemp)
-cli_build_pid=
-if [ -z "${TEMPORAL_CLI:-}" ] && ! command -v temporal >/dev/null && [ ! -x bin/temporal ] && command -v go >/dev/null; then
-  step "building the Temporal CLI ${cli_version} in the background (go install)"
-  mkdir -p bin
-  (GOBIN="$PWD/bin" GOFLAGS="-buildvcs=false" go install "github.com/temporalio/cli/cmd/temporal@${cli_version}" >"$cli_build_log" 2>&1) &
-  cli_build_pid=$!
-fi
+# 0. The Go builds (scripts/go-binaries.sh): the Temporal CLI, Mailpit, Toxiproxy, each only if missing.
+start_tool_builds
 
-# 0b. Mailpit and Toxiproxy for the real destinations (tests and demo), built at the same time (each
-#     skipped when bin/ or PATH already has it); step 4 waits for them. nats-server is Debian's; the tests start one if none answers.
-go_tool_pids=()
-go_tool_logs=()
-build_go_tool() { # <name in bin/> <module@version> <binary go install makes>
-  if [ -x "bin/$1" ] || command -v "$1" >/dev/null || ! command -v go >/dev/null; then return; fi
-  step "building $1 in the background (go install $2)"
-  mkdir -p bin
-  local log gobin
-  log=$(mktemp)
-  gobin=$(mktemp -d)
-  (GOBIN="$gobin" GOFLAGS="-buildvcs=false" go install "$2" >"$log" 2>&1 && mv "$gobin/$3" "bin/$1"; rm -rf "$gobin") &
-  go_tool_pids+=($!)
-  go_tool_logs+=("$1:$log")
-}
-build_go_tool toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 server
-# Mailpit with its web UI (go install alone makes one whose UI is a blank page): scripts/build-mailpit.sh.
-if [ ! -x bin/mailpit ] && ! command -v mailpit >/dev/null && command -v go >/dev/null; then
-  step "building mailpit with its web UI in the background (scripts/build-mailpit.sh)"
-  mailpit_log=$(mktemp)
-  bash scripts/build-mailpit.sh bin/mailpit >"$mailpit_log" 2>&1 &
-  go_tool_pids+=($!)
-  go_tool_logs+=("mailpit:$mailpit_log")
-fi
-if ! command -v nats-server >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  step "installing nats-server from Debian's packages"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+# 0b. Debian's packages the machine lacks, in one apt run in the background: nats-server (the tests start
+#     one if none answers on 4222), PostgreSQL (only if there is neither a server answering nor a cluster to
+#     start), Chromium (the Web UI's browser tests; never a browser download).
+pg_ready() { command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432; }
+debs=()
+command -v nats-server >/dev/null || debs+=(nats-server)
+if ! pg_ready && ! ls /etc/postgresql/*/main >/dev/null 2>&1; then debs+=(postgresql); fi
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "${SKIP_CHROMIUM:-}" != 1 ]; then debs+=(chromium); fi
+apt_pid=
+if [ ${#debs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "installing ${debs[*]} from Debian's packages (in the background)"
+    apt_log=$(mktemp)
+    (timed "apt-get install ${debs[*]}" bash -c \
+      'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"' _ "${debs[@]}" \
+      >"$apt_log" 2>&1) &
+    apt_pid=$!
+  else
+    echo "missing and not installable here (not root or no apt-get): ${debs[*]}" >&2
+  fi
 fi
 
 # 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "npm ci"
-  npm ci --no-audit --no-fund --loglevel=error
+  timed "npm ci" npm ci --no-audit --no-fund --loglevel=error
 fi
 
-# 2. PostgreSQL: use the one that answers; start the machine's cluster if it is down; install one if absent.
-pg_ready() { command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432; }
-if ! pg_ready; then
-  if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-      step "installing PostgreSQL from Debian's packages"
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+# 2.–4. Waits for apt and the Go builds, then starts PostgreSQL if it is down.
+setup_wait() {
+  if [ -n "$apt_pid" ]; then
+    wait "$apt_pid" || { cat "$apt_log" >&2; echo "apt-get install ${debs[*]} failed" >&2; }
+    rm -f "$apt_log"
+    apt_pid=
+  fi
+  if ! pg_ready; then
+    if command -v pg_ctlcluster >/dev/null && ls /etc/postgresql/*/main >/dev/null 2>&1; then
+      step "starting PostgreSQL"
+      local version
+      version=$(ls /etc/postgresql | sort -V | tail -n 1)
+      pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
     fi
+    for _ in $(seq 1 30); do pg_ready && break; sleep 1; done
+    pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432; set DATABASE_URL to one that is" >&2; exit 1; }
   fi
-  if command -v pg_ctlcluster >/dev/null && ls /etc/postgresql/*/main >/dev/null 2>&1; then
-    step "starting PostgreSQL"
-    version=$(ls /etc/postgresql | sort -V | tail -n 1)
-    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "${SKIP_CHROMIUM:-}" != 1 ]; then
+    echo "Chromium is missing: install Debian's chromium (or set CHROMIUM_PATH)" >&2
   fi
-  for _ in $(seq 1 30); do pg_ready && break; sleep 1; done
-  pg_ready || { echo "PostgreSQL is not reachable on 127.0.0.1:5432; set DATABASE_URL to one that is" >&2; exit 1; }
-fi
-
-# 3. Debian's Chromium for the browser tests of the Web UI (never a browser download).
-if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "${SKIP_CHROMIUM:-}" != 1 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    step "installing Chromium from Debian's packages"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  else
-    echo "Chromium is missing and cannot be installed here: install Debian's chromium (or set CHROMIUM_PATH)" >&2
-  fi
-fi
-
-# 4. The Temporal CLI (dev server + Web UI): TEMPORAL_CLI, PATH, bin/, else go install (cached by Go).
-if [ -n "$cli_build_pid" ]; then
-  wait "$cli_build_pid" || { cat "$cli_build_log" >&2; echo "building the Temporal CLI failed" >&2; }
-fi
-rm -f "$cli_build_log"
-for i in "${!go_tool_pids[@]}"; do
-  name=${go_tool_logs[$i]%%:*}
-  log=${go_tool_logs[$i]#*:}
-  wait "${go_tool_pids[$i]}" || { cat "$log" >&2; echo "building $name failed" >&2; }
-  rm -f "$log"
-done
-step "Temporal CLI: $(npx tsx stack/temporal-cli.ts)"
+  [ ${#go_build_pids[@]} -eq 0 ] || step "waiting for the Go builds"
+  wait_go_builds || true
+  # The Temporal CLI (dev server + Web UI): TEMPORAL_CLI, PATH, bin/ (stack/temporal-cli.ts).
+  step "Temporal CLI: $(npx tsx stack/temporal-cli.ts)"
+}
+[ "${SETUP_DEFER_WAIT:-}" = 1 ] || setup_wait

@@ -2,17 +2,41 @@
 # The tests against a Temporal cluster persisted in PostgreSQL (`npm run test:cluster`, also run by .ci/run
 # after `npm test`): end-to-end files that run unchanged on either target, plus test/cluster/ — a worker and
 # the server process killed mid-run, TLS with a self-signed certificate, the small chaos configuration with
-# three workers. Each file starts its own cluster (fresh temporal_<random> databases, dropped afterwards).
+# three workers, the cluster script. Each file starts its own cluster (fresh temporal_<random> databases,
+# dropped afterwards); files run side by side like npm test's (scripts/test-runner/run.ts), fewer at a time:
+# a cluster is heavier than a dev server (EL_CLUSTER_TEST_CONCURRENCY, default 2). Arguments: other files.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/cluster-build.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+top_level=
+if [ -z "${EL_TIMINGS:-}" ]; then
+  mkdir -p "$(dirname "${BASH_SOURCE[0]}")/../.data"
+  export EL_TIMINGS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.data/test-cluster-timings.log"
+  : >"$EL_TIMINGS"
+  top_level=1
+fi
+source "$(dirname "${BASH_SOURCE[0]}")/timing.sh"
+el_machine
+suite_start=$(el_now)
+SETUP_DEFER_WAIT=1 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+source scripts/cluster-build.sh
+start_cluster_build
+setup_wait
 wait_cluster_build
 step "cluster binaries: $(node --import tsx harness/cluster/binaries.ts | tr '\n' ' ')"
+timed "sweep test databases" node --import tsx stack/test-databases.ts
 step "tests against the cluster"
 export EFFECT_LEDGER_TEMPORAL_TARGET=cluster
 # Files that run unchanged on either target (operator-ui drives the standalone UI server here), then ours.
-if [ $# -eq 0 ]; then
-  set -- test/approve.test.ts test/never-lost.test.ts test/concurrent-approval.test.ts test/unknown-keyed.test.ts \
-    test/operator-ui.test.ts test/cluster/*.test.ts
+files=(test/approve.test.ts test/never-lost.test.ts test/concurrent-approval.test.ts test/unknown-keyed.test.ts
+  test/operator-ui.test.ts test/cluster/*.test.ts)
+
+[ $# -eq 0 ] || files=("$@")
+rc=0
+timed "tests on the cluster" node --import tsx --import ./scripts/test-runner/file-usage.mjs scripts/test-runner/run.ts \
+  --concurrency "${EL_CLUSTER_TEST_CONCURRENCY:-2}" --timeout 900000 "${files[@]}" || rc=$?
+el_mark "el-phase test:cluster start=$suite_start end=$(el_now) cpu=-"
+el_machine
+if [ -n "$top_level" ]; then
+  printf '\n' >&2
+  node --import tsx scripts/test-runner/timings.ts "$EL_TIMINGS" >&2 || true
 fi
-node --import tsx --test --test-concurrency=1 --test-timeout=900000 "$@"
+exit "$rc"

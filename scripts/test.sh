@@ -1,11 +1,34 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: `npm test`.
+# The whole test suite, from a fresh clone: `npm test`. Set-up (setup.sh) starts the Go builds and apt in the
+# background; the typecheck and Biome run while they build; then the sweep of dead runs' test databases and
+# the suite (scripts/test-runner/run.ts: several files at once, longest first). Ends with where the time went.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+top_level=
+if [ -z "${EL_TIMINGS:-}" ]; then
+  # Not under .ci/run (which keeps one timings file for the whole run): keep our own.
+  mkdir -p "$(dirname "${BASH_SOURCE[0]}")/../.data"
+  export EL_TIMINGS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.data/test-timings.log"
+  : >"$EL_TIMINGS"
+  top_level=1
+fi
+source "$(dirname "${BASH_SOURCE[0]}")/timing.sh"
+el_machine
+test_start=$(el_now)
+SETUP_DEFER_WAIT=1 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 step "typecheck"
-npx tsc --noEmit -p .
+timed typecheck npx tsc --noEmit -p .
 step "format and lint (Biome)"
-npx biome ci .
+timed biome npx biome ci .
+setup_wait
+step "dropping the test databases of runs that are gone"
+timed "sweep test databases" node --import tsx stack/test-databases.ts
 step "tests (real Temporal dev server, real PostgreSQL, real HTTP)"
-# One file at a time: each starts its own dev server and database, and the machine has two cores.
-node --import tsx --test --test-concurrency=1 --test-timeout=600000 test/*.test.ts
+rc=0
+timed tests node --import tsx --import ./scripts/test-runner/file-usage.mjs scripts/test-runner/run.ts || rc=$?
+el_mark "el-phase npm_test start=$test_start end=$(el_now) cpu=-"
+el_machine
+if [ -n "$top_level" ]; then
+  printf '\n' >&2
+  node --import tsx scripts/test-runner/timings.ts "$EL_TIMINGS" >&2 || true
+fi
+exit "$rc"

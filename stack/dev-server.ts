@@ -57,7 +57,23 @@ export async function ensureSearchAttributes(
   return missing.map(([name]) => name);
 }
 
+/** Core gives a dev server 5 s to answer; on a loaded machine (files start theirs side by side) it may not. */
+const NOT_STARTED = /ephemeral server at [\d.]+:(\d+) did not start within/;
+
 export async function startDevServer(options: DevServerOptions = {}): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDevServerOnce(options);
+    } catch (error) {
+      const port = NOT_STARTED.exec(String(error))?.[1];
+      if (!port || attempt === 3) throw error;
+      // Core leaves the slow one running: it goes, and another starts (on a new free port unless one was given).
+      for (const pid of childProcessesMatching('start-dev', `--port ${port}`)) process.kill(pid, 'SIGKILL');
+    }
+  }
+}
+
+async function startDevServerOnce(options: DevServerOptions): Promise<TestWorkflowEnvironment> {
   const config = options.config ?? loadTemporalConfig();
   if (options.dbFilename) mkdirSync(dirname(options.dbFilename), { recursive: true });
   const env = await TestWorkflowEnvironment.createLocal({

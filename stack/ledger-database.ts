@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
+import { claimDatabase } from './test-databases.js';
 
 /** The server throwaway databases are created on, as a superuser (trust auth on loopback in the tests). */
 export function databaseAdminUrl(env: NodeJS.ProcessEnv = process.env): string {
@@ -32,6 +33,7 @@ export async function dropDatabase(url: string, adminUrl = databaseAdminUrl()): 
 export async function createLedgerDatabase(purpose: string, adminUrl = databaseAdminUrl()): Promise<LedgerDatabase> {
   const url = throwawayLedgerUrl(purpose, adminUrl);
   await migrateLedger(url);
+  await claimDatabase(decodeURIComponent(new URL(url).pathname.slice(1)), adminUrl);
   const ledger = openLedger(url);
   return {
     url,

@@ -2,6 +2,7 @@
 // separate from the ledger's, with the table the adapter writes. drop() removes it.
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import { claimDatabase } from './test-databases.js';
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -40,6 +41,8 @@ export async function createOrdersDatabase(name?: string): Promise<OrdersDatabas
   } finally {
     await admin.end();
   }
+  // A kept database (the demo's, named) is left unclaimed: claimDatabase claims only throwaway names.
+  await claimDatabase(database, adminUrl);
   const url = new URL(adminUrl);
   url.pathname = `/${database}`;
   const sql = postgres(url.toString(), { max: 2, onnotice: () => {} });

@@ -17,6 +17,12 @@ export function startTime(pid: number): string | null {
   return fieldsAfterName(pid)?.[19] ?? null;
 }
 
+/** Whether the process that started at `started` still runs: neither gone, nor a PID reused, nor a zombie. */
+export function runningSince(pid: number, started: string): boolean {
+  const fields = fieldsAfterName(pid);
+  return fields?.[19] === started && fields[0] !== 'Z';
+}
+
 export function parentPid(pid: number): number | null {
   const ppid = fieldsAfterName(pid)?.[1];
   return ppid === undefined ? null : Number(ppid);

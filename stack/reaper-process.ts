@@ -1,13 +1,13 @@
 // The reaper: a small process of its own that outlives the harness process it serves (stack/reaper.ts).
 // It reads "<pid> <starttime>" lines on stdin; when stdin ends — the harness exited or was SIGKILLed, so
 // the pipe closed — it stops every registered process still running: SIGTERM, then SIGKILL after a grace.
-// The start time guards against a PID reused by an unrelated process meanwhile.
+// The start time guards against a PID reused by an unrelated process meanwhile; a zombie counts as gone.
 import { createInterface } from 'node:readline';
-import { startTime } from './proc-stat.js';
+import { runningSince } from './proc-stat.js';
 
 const GRACE_MS = 5000;
 const watched = new Map<number, string>();
-const alive = (pid: number, started: string) => startTime(pid) === started;
+const alive = runningSince;
 
 function signal(pid: number, name: NodeJS.Signals): void {
   try {
@@ -21,7 +21,10 @@ process.on('SIGINT', () => {}); // a terminal's Ctrl-C is the harness's to handl
 createInterface({ input: process.stdin })
   .on('line', (line) => {
     const [pid, started] = line.split(' ');
-    if (pid && started) watched.set(Number(pid), started);
+    if (!pid || !started) return;
+    // A long run (the bench, a chaos run) registers many short-lived workers: forget those already gone.
+    if (watched.size >= 64) for (const [p, s] of watched) if (!alive(p, s)) watched.delete(p);
+    watched.set(Number(pid), started);
   })
   .on('close', async () => {
     const targets = [...watched].filter(([pid, started]) => alive(pid, started));

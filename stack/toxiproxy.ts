@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { type Proxy as ToxicProxy, Toxiproxy } from 'toxiproxy-node-client';
 import { projectRoot } from '../workers/config.js';
 import { freePort } from './free-port.js';
-import { startGuarded } from './guarded-server.js';
+import { spawnSupervised } from './reaper.js';
 import { waitFor } from './wait-for.js';
 
 export interface ToxiproxyServer {
@@ -27,7 +27,7 @@ export function toxiproxyBinary(): string {
 
 export async function startToxiproxy(options: { metrics?: boolean } = {}): Promise<ToxiproxyServer> {
   const apiPort = await freePort();
-  const server = startGuarded(toxiproxyBinary(), [
+  const server = spawnSupervised(toxiproxyBinary(), [
     '-host',
     '127.0.0.1',
     '-port',

@@ -2,9 +2,12 @@
 // A worker polls throughout, so a wrongly started workflow could reach the provider; after each refusal
 // a sentinel effect runs to its end on that worker before "nothing was sent" is judged.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { count } from 'drizzle-orm';
-import { MAX_PAYLOAD_BYTES } from '../client/effect-request.js';
+import { MAX_PAYLOAD_BYTES, validateEffectRequest } from '../client/effect-request.js';
 import { allProviderPosts, assertProviderSaw, latestRunId, resultOf } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { refundRequest, taskRequest } from '../harness/sample-requests.js';
@@ -110,6 +113,45 @@ describe('bad input', () => {
     assert.equal(missing.code, 4);
     await assertNothingHappened(rowsBefore, valid.effectId);
   });
+
+  test(
+    'the CLI refuses a request it cannot read as UTF-8 text (missing file, directory, invalid bytes): exit 2, a typed error, nothing written',
+    TEST_TIMEOUT,
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'bad-input-'));
+      try {
+        const rowsBefore = await effectRows();
+        // A title written as Latin-1 (é as the one byte 0xe9): decoded leniently, U+FFFD, and the request valid.
+        const request = taskRequest('task:latin-1', 'request-latin-1', 'Prepare café');
+        const utf8 = Buffer.from(JSON.stringify(request));
+        const at = utf8.indexOf(Buffer.from('é'));
+        const latin1 = Buffer.concat([utf8.subarray(0, at), Buffer.from([0xe9]), utf8.subarray(at + 2)]);
+        validateEffectRequest(JSON.parse(latin1.toString('utf8')));
+        const latin1File = join(dir, 'latin-1.json');
+        writeFileSync(latin1File, latin1);
+        const [missing, directory, fromFile, fromStdin] = await Promise.all([
+          runCli(stack, ['approve', join(dir, 'missing.json')]),
+          runCli(stack, ['approve', dir]),
+          runCli(stack, ['approve', latin1File]),
+          runCli(stack, ['approve', '--json'], latin1),
+        ]);
+        for (const [run, says] of [
+          [missing, /^RequestFileError: request file .*missing\.json: no such file$/m],
+          [directory, /^RequestFileError: request file .*: is a directory, not a request file$/m],
+          [fromFile, /^RequestFileError: request file .*latin-1\.json: is not UTF-8 text/m],
+          [fromStdin, /^RequestFileError: standard input: is not UTF-8 text/m],
+        ] as const) {
+          assert.equal(run.code, 2, run.stderr);
+          assert.match(run.stderr, says);
+          assert.doesNotMatch(run.stderr, /ENOENT|EISDIR|at .*\(node:/, 'no raw system error or stack');
+        }
+        assert.equal((JSON.parse(fromStdin.stdout) as { error: string }).error, 'RequestFileError');
+        await assertNothingHappened(rowsBefore, request.effectId);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   test(
     'the CLI reports a conflict with exit code 3 (nothing sent, no new run) and lists by stage',

@@ -1,23 +1,35 @@
-// A stuck test harness leaves nothing behind: SIGKILL a harness process that runs a dev server, the
-// provider simulator and a worker process, and every one of them exits (stack/reaper.ts; the simulator
-// watches its own stdin). Without the reaper, the dev server outlives it: the check bites.
+// A stuck test harness leaves nothing behind: SIGKILL a harness process that runs a dev server (Core spawns
+// it), the provider simulator, a worker process and a Mailpit (a Go server, as the cluster's are), and every
+// one of them exits (stack/reaper.ts, the one way children are supervised); the next run's sweep drops the
+// database it could not, and leaves alone the databases of runs still in progress. Without the reaper,
+// every one of those processes outlives the harness: the check bites.
 import assert from 'node:assert/strict';
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
+import { parentPid } from '../stack/proc-stat.js';
+import { claimDatabase, listThrowawayDatabases, sweepThrowawayDatabases } from '../stack/test-databases.js';
 import { waitFor, within } from '../stack/wait-for.js';
 
 const stuckHarness = fileURLToPath(new URL('./support/stuck-harness.ts', import.meta.url));
 
 interface Started {
+  /** The harness's own PID. */
+  pid: number;
   devServer: number[];
   simulator: number;
   worker: number;
+  mailpit: number[];
   database: string;
 }
+
+const adminUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
+const childrenOf = (started: Started) => [...started.devServer, started.simulator, started.worker, ...started.mailpit];
 
 function running(pid: number): boolean {
   try {
@@ -26,6 +38,23 @@ function running(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Every process below `pid`, from /proc. */
+function descendantsOf(pid: number): number[] {
+  const all = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map((name) => [Number(name), parentPid(Number(name))] as const);
+  const found: number[] = [];
+  const walk = (parent: number) => {
+    for (const [child, ppid] of all)
+      if (ppid === parent) {
+        found.push(child);
+        walk(child);
+      }
+  };
+  walk(pid);
+  return found;
 }
 
 function startedBy(harness: ChildProcessByStdio<null, Readable, null>): Promise<Started> {
@@ -38,6 +67,8 @@ function startedBy(harness: ChildProcessByStdio<null, Readable, null>): Promise<
       harness.once('exit', (code) => reject(new Error(`the harness exited early (${code})`)));
     }),
     'the stuck harness to start its stack',
+    // Generous: files run side by side, and a loaded machine starts four servers slowly.
+    120_000,
   );
 }
 
@@ -51,14 +82,21 @@ async function killStuckHarness(env: NodeJS.ProcessEnv, check: (started: Started
   try {
     started = await startedBy(harness);
     assert.equal(started.devServer.length, 1, 'the dev server is found among the harness’s children');
-    assert.ok([...started.devServer, started.simulator, started.worker].every(running));
+    assert.equal(started.mailpit.length, 1, 'Mailpit is found among the harness’s children');
+    assert.ok(childrenOf(started).every(running));
     harness.kill('SIGKILL');
     await check(started);
   } finally {
-    if (harness.exitCode === null && harness.signalCode === null) harness.kill('SIGKILL');
+    if (harness.exitCode === null && harness.signalCode === null) {
+      // A harness that never said what it started (it failed, or was too slow): its children go with it
+      // here, whether or not its reaper is on.
+      const children = harness.pid ? descendantsOf(harness.pid) : [];
+      harness.kill('SIGKILL');
+      for (const pid of children) if (running(pid)) process.kill(pid, 'SIGKILL');
+    }
     // The throwaway database is the one thing a dead harness cannot drop.
     if (started) {
-      const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => {} });
+      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
       await admin.unsafe(`DROP DATABASE IF EXISTS "${started.database}" WITH (FORCE)`).finally(() => admin.end());
     }
   }
@@ -66,31 +104,60 @@ async function killStuckHarness(env: NodeJS.ProcessEnv, check: (started: Started
 
 let goneWithinMs = 0;
 
-test('a SIGKILLed harness takes its dev server, simulator and worker process with it', { timeout: 120_000 }, () =>
-  killStuckHarness({}, async (started) => {
-    const killedAt = performance.now();
-    const children = [...started.devServer, started.simulator, started.worker];
-    await waitFor(
-      async () => children.every((pid) => !running(pid)),
-      'every child of the killed harness to exit',
-      30_000,
-    );
-    goneWithinMs = performance.now() - killedAt;
-    process.stdout.write(`# all children gone ${Math.round(goneWithinMs)} ms after the SIGKILL\n`);
-  }),
+test(
+  'a SIGKILLed harness takes its dev server, simulator, worker process and Mailpit with it; the sweep takes its database',
+  { timeout: 240_000 },
+  () =>
+    killStuckHarness({}, async (started) => {
+      const killedAt = performance.now();
+      const children = childrenOf(started);
+      await waitFor(
+        async () => children.every((pid) => !running(pid)),
+        'every child of the killed harness to exit',
+        30_000,
+      );
+      goneWithinMs = performance.now() - killedAt;
+      process.stdout.write(`# all children gone ${Math.round(goneWithinMs)} ms after the SIGKILL\n`);
+
+      // Its database is left: the next run's sweep drops it, and keeps those of runs in progress — one
+      // claimed by a process that runs (this one), and one nobody claimed that is young (older code's).
+      const live = `effect_ledger_sweep_${randomBytes(5).toString('hex')}`;
+      const unclaimed = `effect_ledger_sweep_${randomBytes(5).toString('hex')}`;
+      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      try {
+        await admin.unsafe(`CREATE DATABASE "${live}"`);
+        await admin.unsafe(`CREATE DATABASE "${unclaimed}"`);
+        await claimDatabase(live, adminUrl);
+        // PostgreSQL ends the dead harness's sessions once it notices their sockets closed.
+        const left = await waitFor(
+          async () =>
+            (await listThrowawayDatabases(adminUrl)).find((db) => db.name === started.database && !db.connections),
+          'the dead harness’s database to have no sessions',
+          30_000,
+        );
+        assert.equal(left.owner?.pid, started.pid, 'the stack claimed its database');
+        const dropped = await sweepThrowawayDatabases(adminUrl);
+        assert.ok(dropped.includes(started.database), `the dead harness's database is swept (${dropped.join(' ')})`);
+        assert.ok(!dropped.includes(live) && !dropped.includes(unclaimed), 'a live run’s databases stay');
+        const after = new Set((await listThrowawayDatabases(adminUrl)).map((db) => db.name));
+        assert.ok(after.has(live) && after.has(unclaimed) && !after.has(started.database));
+      } finally {
+        for (const db of [live, unclaimed]) await admin.unsafe(`DROP DATABASE IF EXISTS "${db}" WITH (FORCE)`);
+        await admin.end();
+      }
+    }),
 );
 
-test('the check bites: without the reaper, the dev server outlives the harness', { timeout: 120_000 }, () =>
+test('the check bites: without the reaper, every child outlives the harness', { timeout: 240_000 }, () =>
   killStuckHarness({ EFFECT_LEDGER_HARNESS_REAPER: 'off' }, async (started) => {
-    // Core spawns the dev server, so nothing but the reaper ties it to us. (The simulator watches its stdin;
-    // worker processes are also started under `setpriv --pdeathsig` where it exists.) Asserting that nothing
-    // happens takes a bounded wait: well past the time the reaper needed above.
-    await waitFor(async () => !running(started.simulator), 'the simulator to exit on its own', 30_000);
+    // Nothing but the reaper ties them to us. Asserting that nothing happens takes a bounded wait: well past
+    // the time the reaper needed above.
     await new Promise((resolve) => setTimeout(resolve, Math.max(3000, 2 * goneWithinMs)));
+    const children = childrenOf(started);
     try {
-      assert.deepEqual(started.devServer.filter(running), started.devServer);
+      assert.deepEqual(children.filter(running), children);
     } finally {
-      for (const pid of [...started.devServer, started.worker]) if (running(pid)) process.kill(pid, 'SIGKILL');
+      for (const pid of children) if (running(pid)) process.kill(pid, 'SIGKILL');
     }
   }),
 );

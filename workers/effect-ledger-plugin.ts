@@ -15,7 +15,7 @@ import {
   Runtime,
   type Worker,
   type WorkerOptions,
-  type WorkflowBundleWithSourceMap,
+  type WorkflowBundleOption,
 } from '@temporalio/worker';
 import { builtInDestinations } from '../activities/destinations/built-in.js';
 import type { Destinations } from '../activities/destinations/registry.js';
@@ -45,8 +45,8 @@ export interface EffectLedgerPluginOptions {
   env?: DestinationContext['env'];
   /** Counters per destination (attempts, outcomes, readbacks, decisions). */
   metrics?: EffectMetrics;
-  /** A prebuilt bundle of effect-ledger's workflows (default: bundled from its workflows path at Worker.create). */
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** A prebuilt bundle of effect-ledger's workflows, or its code's path (default: bundled at Worker.create). */
+  workflowBundle?: WorkflowBundleOption;
   /**
    * The backend client the ledger reconciler resumes stranded effects through (default: one on the worker's own
    * connection, knowing these destinations).

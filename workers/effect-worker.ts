@@ -7,6 +7,7 @@ import {
   DefaultLogger,
   type NativeConnection,
   Worker,
+  type WorkflowBundleOption,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import type { ActivityDeps } from '../activities/index.js';
@@ -34,7 +35,8 @@ export interface EffectWorkerOptions extends Omit<ActivityDeps, 'destinations'> 
   /** The adapters by name, or destinations to connect with `env` (default: the built-ins). */
   destinations?: EffectLedgerPluginOptions['destinations'];
   env?: EffectLedgerPluginOptions['env'];
-  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** A bundle made ahead (bundleEffectWorkflows), or its code's path; without one, the worker bundles. */
+  workflowBundle?: WorkflowBundleOption;
   /** Identity shown in the Web UI's worker list. */
   identity?: string;
   /** The client the ledger reconciler's activity resumes stranded effects through (default: one of its own). */

@@ -9,8 +9,10 @@
 // EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
 // endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
-// activities get to finish). A thin user of the worker plugin (effect-ledger-plugin.ts), which also keeps the ledger
-// reconciler's schedule and local pass beside the worker. docs/deploy.md, docs/your-own-destination.md.
+// activities get to finish), EFFECT_LEDGER_WORKFLOW_BUNDLE (the path of the workflow code bundled ahead of
+// time, bundleEffectWorkflows()'s `code` in a file: the worker starts without bundling; unset, it bundles).
+// A thin user of the worker plugin (effect-ledger-plugin.ts), which also keeps the ledger reconciler's
+// schedule and local pass beside the worker. docs/deploy.md, docs/your-own-destination.md.
 import { type LogLevel, Worker } from '@temporalio/worker';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { connectTemporalClient, describeTarget, resolveTemporalTarget } from '../client/temporal-connection.js';
@@ -75,6 +77,9 @@ try {
     namespace: config.namespace,
     taskQueue: config.taskQueue,
     shutdownGraceTime: Number(process.env.EFFECT_LEDGER_SHUTDOWN_GRACE_MS ?? 30_000),
+    ...(process.env.EFFECT_LEDGER_WORKFLOW_BUNDLE
+      ? { workflowBundle: { codePath: process.env.EFFECT_LEDGER_WORKFLOW_BUNDLE } }
+      : {}),
     plugins: [effectLedger],
   });
   // Worker.run() stops gracefully on SIGINT/SIGTERM (the SDK installs those handlers).

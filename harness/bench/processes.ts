@@ -1,25 +1,21 @@
 // Worker processes for the bench: the bare baseline's worker (bare-worker.ts) spawned like
 // harness/worker-process.ts spawns workers/main.ts, and the memory reads of any such process.
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { reapWithUs } from '../../stack/reaper.js';
+import { spawnSupervised } from '../../stack/reaper.js';
 import { type Stack, stackEnvironment } from '../local-stack.js';
 import type { WorkerProcess } from '../worker-process.js';
 
 const entry = fileURLToPath(new URL('./bare-worker.ts', import.meta.url));
 
 export async function startBareWorkerProcess(stack: Stack, taskQueue: string): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const { child, exited } = spawnSupervised(process.execPath, ['--import', 'tsx', entry], {
     env: {
       ...stackEnvironment(stack),
       TEMPORAL_TASK_QUEUE: taskQueue,
       EFFECT_LEDGER_PROVIDER_URL: stack.simulator.url,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  reapWithUs(child.pid);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let seen = '';
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {

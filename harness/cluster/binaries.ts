@@ -1,45 +1,44 @@
 // Finds the cluster's binaries — the Temporal server, its SQL schema tool and the standalone Web UI server —
 // in this order: $TEMPORAL_SERVER_BIN / $TEMPORAL_SQL_TOOL_BIN / $TEMPORAL_UI_SERVER_BIN, the project-local
-// bin/, else `go install` into bin/ (minutes on two cores with a cold Go cache; Go's caches make later
-// builds quick). Also finds the server module's PostgreSQL schema, which `go install` leaves in the module
-// cache. Run directly (`npm run cluster:build`), it builds what is missing and prints the paths.
+// bin/, else `go build` into bin/ from harness/temporal-binaries/ (the module that pins them at the versions
+// the Temporal CLI is built with: after the CLI's build, Go's build cache serves most of their packages).
+// Also finds the server module's PostgreSQL schema in the module cache. Run directly (`npm run
+// cluster:build`), it builds what is missing and prints the paths.
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { projectRoot } from '../../workers/config.js';
 
-export const TEMPORAL_SERVER_VERSION = 'v1.31.2';
-export const UI_SERVER_VERSION = 'v2.42.1';
+/** The Go module the harness builds every Temporal binary from (its go.mod holds the versions). */
+export const TEMPORAL_BINARIES_MODULE = resolve(projectRoot, 'harness/temporal-binaries');
+
+/** The version harness/temporal-binaries/go.mod requires of a module. */
+export function requiredVersion(module: string): string {
+  const goMod = readFileSync(join(TEMPORAL_BINARIES_MODULE, 'go.mod'), 'utf8');
+  const version = new RegExp(`^\\s+${module.replaceAll('.', '\\.')} (v\\S+)$`, 'm').exec(goMod)?.[1];
+  if (!version) throw new Error(`harness/temporal-binaries/go.mod does not require ${module}`);
+  return version;
+}
+
+export const TEMPORAL_SERVER_VERSION = requiredVersion('go.temporal.io/server');
 
 const localBin = resolve(projectRoot, 'bin');
 
 interface BinarySpec {
   name: string;
   envVar: string;
-  /** What `go install` builds (each installs as `server` or `sql`, hence a scratch GOBIN and a rename). */
+  /** The package `go build` builds in the module. */
   pkg: string;
-  installedAs: string;
 }
 
 export const BINARIES = {
-  server: {
-    name: 'temporal-server',
-    envVar: 'TEMPORAL_SERVER_BIN',
-    pkg: `go.temporal.io/server/cmd/server@${TEMPORAL_SERVER_VERSION}`,
-    installedAs: 'server',
-  },
-  sqlTool: {
-    name: 'temporal-sql-tool',
-    envVar: 'TEMPORAL_SQL_TOOL_BIN',
-    pkg: `go.temporal.io/server/cmd/tools/sql@${TEMPORAL_SERVER_VERSION}`,
-    installedAs: 'sql',
-  },
+  server: { name: 'temporal-server', envVar: 'TEMPORAL_SERVER_BIN', pkg: 'go.temporal.io/server/cmd/server' },
+  sqlTool: { name: 'temporal-sql-tool', envVar: 'TEMPORAL_SQL_TOOL_BIN', pkg: 'go.temporal.io/server/cmd/tools/sql' },
   uiServer: {
     name: 'temporal-ui-server',
     envVar: 'TEMPORAL_UI_SERVER_BIN',
-    pkg: `github.com/temporalio/ui-server/v2/cmd/server@${UI_SERVER_VERSION}`,
-    installedAs: 'server',
+    pkg: 'github.com/temporalio/ui-server/v2/cmd/server',
   },
 } as const satisfies Record<string, BinarySpec>;
 
@@ -75,17 +74,17 @@ export function findBinary(spec: BinarySpec): string | undefined {
   return isExecutable(local) ? local : undefined;
 }
 
-async function goInstall(spec: BinarySpec, log: (line: string) => void): Promise<string> {
+async function goBuild(spec: BinarySpec, log: (line: string) => void): Promise<string> {
   mkdirSync(localBin, { recursive: true });
   const scratch = mkdtempSync(join(localBin, `.build-${spec.name}-`));
   const started = Date.now();
-  log(`building ${spec.name} (go install ${spec.pkg}; minutes on a cold Go cache)`);
+  log(`building ${spec.name} (go build ${spec.pkg}; minutes on a cold Go cache)`);
   try {
     const output: string[] = [];
     const code = await new Promise<number | null>((done, fail) => {
-      const child = spawn(goBinary(), ['install', spec.pkg], {
-        env: { ...goEnv(), GOBIN: scratch },
-        cwd: scratch,
+      const child = spawn(goBinary(), ['build', '-o', join(scratch, spec.name), spec.pkg], {
+        env: goEnv(),
+        cwd: TEMPORAL_BINARIES_MODULE,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const keep = (chunk: Buffer) => output.push(chunk.toString());
@@ -94,9 +93,9 @@ async function goInstall(spec: BinarySpec, log: (line: string) => void): Promise
       child.once('error', fail);
       child.once('exit', done);
     });
-    if (code !== 0) throw new Error(`go install ${spec.pkg} failed (${code}):\n${output.join('').slice(-3000)}`);
+    if (code !== 0) throw new Error(`go build ${spec.pkg} failed (${code}):\n${output.join('').slice(-3000)}`);
     const target = join(localBin, spec.name);
-    renameSync(join(scratch, spec.installedAs), target);
+    renameSync(join(scratch, spec.name), target);
     log(`built ${spec.name} in ${Math.round((Date.now() - started) / 1000)} s`);
     return target;
   } finally {
@@ -104,20 +103,19 @@ async function goInstall(spec: BinarySpec, log: (line: string) => void): Promise
   }
 }
 
-/** Every binary, building the missing ones in parallel (Go's build cache is safe to share). */
+/** Every binary, building the missing ones one after the other (each finds the last one's packages cached). */
 export async function ensureClusterBinaries(
   log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
   which: ReadonlyArray<keyof typeof BINARIES> = ['server', 'sqlTool', 'uiServer'],
 ): Promise<Partial<ClusterBinaries>> {
-  const entries = await Promise.all(
-    which.map(async (key) => [key, findBinary(BINARIES[key]) ?? (await goInstall(BINARIES[key], log))] as const),
-  );
+  const entries: [string, string][] = [];
+  for (const key of which) entries.push([key, findBinary(BINARIES[key]) ?? (await goBuild(BINARIES[key], log))]);
   return Object.fromEntries(entries);
 }
 
 /**
  * The server module's PostgreSQL schema directory (…/schema/postgresql/v12), with `temporal/versioned` and
- * `visibility/versioned`: $TEMPORAL_SCHEMA_DIR, else the module cache (`go install` of the server downloads the
+ * `visibility/versioned`: $TEMPORAL_SCHEMA_DIR, else the module cache (building the server downloads the
  * module; `go mod download` if it is gone).
  */
 export function serverSchemaDir(): string {
@@ -129,7 +127,7 @@ export function serverSchemaDir(): string {
   if (!existsSync(dir)) {
     const result = spawnSync(go, ['mod', 'download', `go.temporal.io/server@${TEMPORAL_SERVER_VERSION}`], {
       env: goEnv(),
-      cwd: localBin,
+      cwd: TEMPORAL_BINARIES_MODULE,
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     if (result.status !== 0 || !existsSync(dir)) throw new Error(`the server's schema is not at ${dir}`);

@@ -11,6 +11,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { resolveTemporalTarget, type TemporalTarget } from '../../client/temporal-connection.js';
 import { ensureSearchAttributes } from '../../stack/dev-server.js';
+import { type Supervised, spawnSupervised } from '../../stack/reaper.js';
 import { projectRoot, type TemporalConfig } from '../../workers/config.js';
 import { ensureClusterBinaries, serverSchemaDir } from './binaries.js';
 import {
@@ -21,7 +22,6 @@ import {
   postgresTarget,
 } from './databases.js';
 import { freeLowPort } from './low-port.js';
-import { spawnTied, type TiedProcess } from './processes.js';
 
 const here = resolve(projectRoot, 'harness/cluster');
 
@@ -71,7 +71,7 @@ export interface Cluster {
   connectionOptions: TemporalTarget['connectionOptions'];
   dir: string;
   /** The running server process, or null while it is down. */
-  readonly server: TiedProcess | null;
+  readonly server: Supervised | null;
   /** SIGKILLs the server process (no graceful shutdown: a crash). */
   killServer(): Promise<void>;
   /** Starts the server again, same ports and databases, and waits until it answers. */
@@ -83,14 +83,14 @@ const defaultAdminUrl = () => process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres:/
 
 async function waitUntilServing(
   options: TemporalTarget['connectionOptions'],
-  server: TiedProcess,
+  server: Supervised,
   timeoutMs = 90_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
     if (server.child.exitCode !== null || server.child.signalCode !== null) {
-      throw new Error(`the Temporal server exited while starting:\n${server.tail()}`);
+      throw new Error(`the Temporal server exited while starting:\n${server.output()}`);
     }
     try {
       const connection = await Connection.connect({ ...options, connectTimeout: 2000 });
@@ -105,7 +105,9 @@ async function waitUntilServing(
       await new Promise((done) => setTimeout(done, 500));
     }
   }
-  throw new Error(`the Temporal server did not answer within ${timeoutMs} ms: ${String(lastError)}\n${server.tail()}`);
+  throw new Error(
+    `the Temporal server did not answer within ${timeoutMs} ms: ${String(lastError)}\n${server.output()}`,
+  );
 }
 
 /** Registers the namespace (once) and our search attributes, through the public and operator APIs. */
@@ -214,22 +216,23 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   });
   const { connectionOptions } = target;
 
-  let server: TiedProcess | null = null;
+  let server: Supervised | null = null;
   const startServer = async () => {
     const started = Date.now();
-    const child = spawnTied(
+    const child = spawnSupervised(
       binaries.server!,
-      ['--config-file', join(here, 'temporal-server.yaml'), '--allow-no-auth', 'start'],
+      // harness/cluster/temporal-server.yaml: the config directory and the "environment" that names the file.
+      ['--root', here, '--config', '.', '--env', 'temporal-server', '--allow-no-auth', 'start'],
       { env, cwd: dir, logFile: join(dir, 'server.log') },
     );
     server = child;
     await waitUntilServing(connectionOptions, child);
     log(`Temporal server serving on ${address} (${Math.round((Date.now() - started) / 1000)} s)`);
   };
-  let ui: TiedProcess | undefined;
+  let ui: Supervised | undefined;
   let uiUrl: string | undefined;
   const stop = async () => {
-    await Promise.allSettled([ui?.stop(), (server as TiedProcess | null)?.stop()]);
+    await Promise.allSettled([ui?.stop(), (server as Supervised | null)?.stop()]);
     server = null;
     if (!options.keepDatabases) await dropClusterDatabases(adminUrl, databases).catch(() => {});
     if (!options.dir) rmSync(dir, { recursive: true, force: true });
@@ -239,7 +242,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
     await prepareNamespace(target, options.config);
     if (wantsUi) {
       const uiPort = typeof options.ui === 'number' ? options.ui : await freeLowPort();
-      ui = spawnTied(binaries.uiServer!, ['--root', here, '--config', 'ui', '--env', 'cluster', 'start'], {
+      ui = spawnSupervised(binaries.uiServer!, ['--root', here, '--config', 'ui', '--env', 'cluster', 'start'], {
         env: { ...env, EL_UI_PORT: String(uiPort) },
         cwd: dir,
         logFile: join(dir, 'ui-server.log'),
@@ -278,10 +281,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   };
 }
 
-async function waitForHttp(url: string, process: TiedProcess, timeoutMs = 30_000): Promise<void> {
+async function waitForHttp(url: string, process: Supervised, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (process.child.exitCode !== null) throw new Error(`the UI server exited:\n${process.tail()}`);
+    if (process.child.exitCode !== null) throw new Error(`the UI server exited:\n${process.output()}`);
     try {
       const response = await fetch(url);
       if (response.status < 500) return;
@@ -290,5 +293,5 @@ async function waitForHttp(url: string, process: TiedProcess, timeoutMs = 30_000
     }
     await new Promise((done) => setTimeout(done, 300));
   }
-  throw new Error(`the UI server did not answer on ${url}:\n${process.tail()}`);
+  throw new Error(`the UI server did not answer on ${url}:\n${process.output()}`);
 }

@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import postgres from 'postgres';
+import { claimDatabase } from '../../stack/test-databases.js';
 
 export interface ClusterDatabases {
   temporal: string;
@@ -59,7 +60,10 @@ async function migrateOne(
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     const [exists] = await admin`SELECT 1 FROM pg_database WHERE datname = ${db}`;
-    if (!exists) await runSqlTool(sqlTool, pg, db, ['create-database', '--defaultdb', 'postgres']);
+    if (!exists) {
+      await runSqlTool(sqlTool, pg, db, ['create-database', '--defaultdb', 'postgres']);
+      await claimDatabase(db, adminUrl);
+    }
   } finally {
     await admin.end();
   }

@@ -1,8 +1,9 @@
 // Runs the provider simulator as its own process (a real server on loopback) and waits for its URL.
-// It exits when we close its stdin, so it never outlives the process that started it.
-import { type ChildProcess, spawn } from 'node:child_process';
+// Supervised (stack/reaper.ts): it never outlives the process that started it.
+import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { spawnSupervised } from '../../stack/reaper.js';
 
 const entry = fileURLToPath(new URL('./main.ts', import.meta.url));
 
@@ -14,15 +15,20 @@ export interface SpawnedSimulator {
 
 export async function spawnSimulator(args: string[] = []): Promise<SpawnedSimulator> {
   // `node --import tsx`, not `npx tsx`: the latter does not pass SIGTERM on.
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--port', '0', ...args], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const { child, exited, output } = spawnSupervised(process.execPath, [
+    '--import',
+    'tsx',
+    entry,
+    '--port',
+    '0',
+    ...args,
+  ]);
+  child.stderr?.pipe(process.stderr, { end: false }); // what it complains about shows where we run
   const url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', (line) =>
       resolve((JSON.parse(line) as { url: string }).url),
     );
-    child.once('exit', (code) => reject(new Error(`provider simulator exited early (${code})`)));
+    child.once('exit', (code) => reject(new Error(`provider simulator exited early (${code}): ${output()}`)));
   });
   return {
     url,

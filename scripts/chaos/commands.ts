@@ -3,7 +3,6 @@
 // signals, Temporal's terminate, PostgreSQL's pg_terminate_backend) and records what it did. A step that
 // the system answers wrongly at once (a bad input accepted, a conflict accepted, a late or malformed decision
 // accepted) is a violation on the spot; everything else is judged after the run settles.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import fc from 'fast-check';
@@ -12,6 +11,7 @@ import { isTerminal } from '../../domain/stages.js';
 import { FAULT_KINDS, type FaultKind } from '../../harness/simulator/faults.js';
 import { EffectConflictError, InvalidEffectRequestError, RevisionRefusedError } from '../../ledger/errors.js';
 import { readTrail } from '../../ledger/trail.js';
+import { spawnSupervised } from '../../stack/reaper.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../../workflows/contract.js';
 import { waitsForPerson } from '../audit/audit.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
@@ -385,7 +385,7 @@ class DieAfterLedgerWrite extends Step {
     });
     bump(r, `approver killed after the ledger write (${this.mode})`);
     const entry = fileURLToPath(new URL('./approve-child.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    const { child } = spawnSupervised(process.execPath, ['--import', 'tsx', entry], {
       env: {
         ...r.stack.childEnvironment('chaos-approver'),
         CHAOS_REQUEST: JSON.stringify(request),
@@ -393,7 +393,6 @@ class DieAfterLedgerWrite extends Step {
         CHAOS_CALL_TIMEOUT_MS: String(r.stack.options.callTimeoutMs),
         CHAOS_READBACK_INTERVAL_MS: String(r.stack.options.readbackIntervalMs),
       },
-      stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));

@@ -25,6 +25,7 @@ import { migrateLedger } from '../../ledger/migrate.js';
 import { startDevServer } from '../../stack/dev-server.js';
 import { freePort } from '../../stack/free-port.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../../stack/orders-db.js';
+import { claimDatabase } from '../../stack/test-databases.js';
 import { startToxiproxy, type ToxiproxyServer } from '../../stack/toxiproxy.js';
 import { loadTemporalConfig } from '../../workers/config.js';
 import { type DestinationRecords, destinationRecords, realDestinationRecords } from '../audit/destination-records.js';
@@ -142,6 +143,7 @@ export class ChaosStack {
     url.pathname = `/${this.dbName}`;
     this.databaseUrl = url.toString();
     await migrateLedger(this.databaseUrl);
+    await claimDatabase(this.dbName, adminUrl);
     const runner = new URL(this.databaseUrl);
     runner.searchParams.set('application_name', 'chaos-runner');
     this.ledger = openLedger(runner.toString(), { max: 4 });

@@ -1,5 +1,5 @@
 // `npm run cluster` stops everything it started: on SIGTERM (workers gracefully, then the rest), and, when
-// it is SIGKILLed itself, every child exits on its own (setpriv --pdeathsig, the simulator's stdin).
+// it is SIGKILLed itself, every child is stopped by the script's reaper (stack/reaper.ts), which then exits.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

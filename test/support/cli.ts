@@ -12,7 +12,12 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runCli(stack: CliStack, args: string[], stdin?: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+export function runCli(
+  stack: CliStack,
+  args: string[],
+  stdin?: string | Uint8Array,
+  env: NodeJS.ProcessEnv = {},
+): Promise<CliRun> {
   return runScript(stack, 'effect-cli.ts', args, stdin, env);
 }
 
@@ -20,7 +25,7 @@ export function runScript(
   stack: CliStack,
   script: string,
   args: string[],
-  stdin?: string,
+  stdin?: string | Uint8Array,
   env: NodeJS.ProcessEnv = {},
 ): Promise<CliRun> {
   const entry = fileURLToPath(new URL(`../../scripts/${script}`, import.meta.url));

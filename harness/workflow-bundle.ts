@@ -1,0 +1,63 @@
+// The effect workflow's code bundle, made once per version of its sources and kept in .data/: webpack costs
+// every process that bundles about two CPU-seconds, and the suite starts dozens of stacks and worker
+// processes, many at the same time. The name is a hash of everything the bundle can contain — the layers
+// the workflow code may import, the bundler's options and the locked dependencies — so an edit makes a new
+// bundle. Worker processes get its path in EFFECT_LEDGER_WORKFLOW_BUNDLE (workers/main.ts). Altered bundles
+// (the replay test's, the chaos checker's variants) are made as before, never cached.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { projectRoot } from '../workers/config.js';
+import { bundleEffectWorkflows } from '../workers/effect-worker.js';
+
+const SOURCES = ['domain', 'ledger', 'activities', 'workflows', 'workers/effect-worker.ts', 'package-lock.json'];
+const cacheDir = resolve(projectRoot, '.data/workflow-bundles');
+
+function sourceFiles(path: string): string[] {
+  const full = resolve(projectRoot, path);
+  if (!existsSync(full)) return [];
+  if (!statSync(full).isDirectory()) return [path];
+  return readdirSync(full, { recursive: true, encoding: 'utf8' })
+    .filter((name) => /\.(ts|js|cjs|mjs|json)$/.test(name) && statSync(join(full, name)).isFile())
+    .map((name) => join(path, name))
+    .sort();
+}
+
+/** The hash of the bundle's inputs: its file name. */
+export function workflowBundleKey(): string {
+  const hash = createHash('sha256');
+  for (const file of SOURCES.flatMap(sourceFiles)) {
+    hash.update(`${file}\0`);
+    hash.update(readFileSync(resolve(projectRoot, file)));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+let made: Promise<string> | undefined;
+
+/** The path of the bundle's code (made now if this version of the sources has none yet). */
+export function workflowBundlePath(): Promise<string> {
+  made ??= (async () => {
+    const key = workflowBundleKey();
+    const code = join(cacheDir, `${key}.js`);
+    const sourceMap = join(cacheDir, `${key}.js.map`);
+    if (existsSync(code) && existsSync(sourceMap)) return code;
+    const bundle = await bundleEffectWorkflows();
+    mkdirSync(cacheDir, { recursive: true });
+    // Written aside and renamed: a process beside us that made the same bundle wins or loses whole.
+    const tmp = `.${process.pid}.tmp`;
+    writeFileSync(sourceMap + tmp, bundle.sourceMap);
+    renameSync(sourceMap + tmp, sourceMap);
+    writeFileSync(code + tmp, bundle.code);
+    renameSync(code + tmp, code);
+    return code;
+  })();
+  return made;
+}
+
+/** The bundle itself, for a worker in this process. */
+export async function loadWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  const code = await workflowBundlePath();
+  return { code: readFileSync(code, 'utf8'), sourceMap: readFileSync(`${code}.map`, 'utf8') };
+}
