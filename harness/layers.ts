@@ -88,11 +88,12 @@ export function reachedFrom(entries: readonly string[], read: (file: string) => 
 }
 
 /** Files the package would carry that are test-only: outside the shipped layers and the operator CLI. */
+/** The operator CLI ships with the package: its entry, the request-file reader, and the audit it runs. */
+const OPERATOR_CLI = ['scripts/effect-cli.ts', 'scripts/request-file.ts'];
+
 export function unshippable(files: readonly string[]): string[] {
   return files.filter(
     (file) =>
-      !SHIPPED.includes(file.split('/')[0] ?? '') &&
-      file !== 'scripts/effect-cli.ts' &&
-      !file.startsWith('scripts/audit/'),
+      !SHIPPED.includes(file.split('/')[0] ?? '') && !OPERATOR_CLI.includes(file) && !file.startsWith('scripts/audit/'),
   );
 }
