@@ -19,6 +19,8 @@ export interface DevServerOptions {
   /** Persist history in this SQLite file; omit for in-memory (tests). */
   dbFilename?: string;
   config?: TemporalConfig;
+  /** Server settings to override (`--dynamic-config-value KEY=JSON`): a test that needs the server to act early. */
+  dynamicConfig?: Record<string, unknown>;
 }
 
 const indexedValueType: Record<
@@ -68,7 +70,13 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<Te
       uiPort: options.uiPort,
       dbFilename: options.dbFilename,
       log: { format: 'pretty', level: config.devServer.logLevel },
-      extraArgs: searchAttributeArgs(config),
+      extraArgs: [
+        ...searchAttributeArgs(config),
+        ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+          '--dynamic-config-value',
+          `${key}=${JSON.stringify(value)}`,
+        ]),
+      ],
     },
   });
   const port = env.address.split(':').pop() ?? '';

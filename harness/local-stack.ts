@@ -3,7 +3,7 @@
 // with the committed migrations, the provider simulator as its own process, and workers built from the same code the worker process runs. stop() removes it all.
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import postgres from 'postgres';
 import {
   createDestinations,
@@ -59,6 +59,8 @@ export interface WorkerOptions {
   destinations?: Omit<DestinationSettings, 'providerUrl'>;
   /** Adapters other than the registry's, from those settings: a deploy that changed one, say. */
   adapters?: (settings: DestinationSettings) => Destinations;
+  /** Where the worker reaches Temporal (default: the stack's own connection): a proxy in front of it, say. */
+  temporalAddress?: string;
 }
 
 /** The backend client, remembering which effect IDs it was asked to approve (for per-test isolation checks). */
@@ -91,11 +93,14 @@ export interface StackOptions {
   ui?: boolean;
   /** Names the throwaway database (effect_ledger_<purpose>_<random>). */
   purpose?: string;
+  /** Dev-server settings to override (harness/dev-server.ts): e.g. a server that suggests continue-as-new early. */
+  dynamicConfig?: Record<string, unknown>;
 }
 
 export async function startStack({
   ui,
   purpose = 'test',
+  dynamicConfig,
   absenceGraceMs = 0,
   readbackMaxIntervalMs = 5000,
   ...clientOptions
@@ -107,7 +112,7 @@ export async function startStack({
   bundle ??= bundleEffectWorkflows();
   const uiPort = ui ? await freePort() : undefined;
   const [env, simulator] = await Promise.all([
-    startTemporal({ config, uiPort }),
+    startTemporal({ config, uiPort, ...(dynamicConfig ? { dynamicConfig } : {}) }),
     startSimulator(),
     migrateLedger(databaseUrl.toString()),
   ]);
@@ -124,9 +129,11 @@ export async function startStack({
   };
   const effects = new TrackingEffectLedgerClient(baseOptions, approvedEffectIds);
   const workflowBundle = await bundle;
-  const createWorker = (options: WorkerOptions = {}) =>
-    createEffectWorker({
-      connection: env.nativeConnection,
+  /** A worker, and what to close once it stopped (its own connection to Temporal, when it has one). */
+  const createWorker = async (options: WorkerOptions = {}) => {
+    const own = options.temporalAddress ? await NativeConnection.connect({ address: options.temporalAddress }) : null;
+    const worker = await createEffectWorker({
+      connection: own ?? env.nativeConnection,
       namespace: config.namespace,
       taskQueue,
       workflowBundle,
@@ -137,6 +144,8 @@ export async function startStack({
       }),
       effects,
     });
+    return { worker, close: async () => own?.close() };
+  };
 
   return {
     env,
@@ -150,16 +159,16 @@ export async function startStack({
     effectsWith: (options) => new TrackingEffectLedgerClient({ ...baseOptions, ...options }, approvedEffectIds),
     approvedEffectIds,
     async withWorker(fn, options) {
-      const worker = await createWorker(options);
-      return worker.runUntil(fn());
+      const { worker, close } = await createWorker(options);
+      return worker.runUntil(fn()).finally(close);
     },
     async startWorker(options) {
-      const worker = await createWorker(options);
+      const { worker, close } = await createWorker(options);
       const running = worker.run();
       return {
         async stop() {
           worker.shutdown();
-          await running;
+          await running.finally(close);
         },
       };
     },

@@ -47,6 +47,8 @@ export async function startTemporal(
   options: DevServerOptions & Pick<ClusterOptions, 'log'> = {},
 ): Promise<TestWorkflowEnvironment> {
   if (temporalTarget() === 'dev-server') return startDevServer(options);
+  if (options.dynamicConfig)
+    throw new Error('dynamicConfig is the dev server’s; the cluster reads harness/cluster/dynamic-config.yaml');
   const config = options.config ?? loadTemporalConfig();
   const cluster = await startCluster({
     config,
