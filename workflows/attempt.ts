@@ -1,7 +1,7 @@
 // One attempt: the intent is written (→ attempted), the released package is sent once, and the
 // provider's answer is recorded with the stage it leads to. Returns the classified outcome.
 // v3 does it in one activity (attemptOnce); v1/v2 runs replay their three (attemptInSteps).
-import { ActivityFailure, condition, sleep, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import type { AttemptReport } from '../activities/attempt-activities.js';
 import type { SendOutcome } from '../domain/destination-contract.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
@@ -14,6 +14,7 @@ import {
 } from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
+import { NOT_SENT_CARRIED_PATCH, REVISION_HANDOVER_PATCH } from './patches.js';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
 export function backoffMs(n: number, retryAfterMs?: number): number {
@@ -59,11 +60,18 @@ export async function pauseBeforeResend(
     await sleep(pause);
     return undefined;
   }
+  if (run.decisionsBound()) {
+    // v5: the pause is a window of its own: what was queued before it answered something else.
+    run.episode += 1;
+    if (run.decisions.length)
+      await run.refuseStale('stale: it answered an earlier wait; the effect is pausing to resend');
+  }
   run.resendPending = true;
   await condition(() => run.decisions.length > 0, pause);
   run.resendPending = false;
   const abandon = run.decisions.shift();
-  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver();
+  // v5: the next run goes on resending; before, it started in UNKNOWN and read back.
+  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver(patched(NOT_SENT_CARRIED_PATCH));
   return abandon;
 }
 
@@ -71,7 +79,9 @@ export async function pauseBeforeResend(
 export type AttemptEnd =
   | SendOutcome
   | { class: 'recorded-before'; externalId: string; externalUrl: string | null }
-  | { class: 'ended-before'; stage: EffectStage };
+  | { class: 'ended-before'; stage: EffectStage }
+  /** v5: the effect is on a later revision than this run's: the run hands over to it. */
+  | { class: 'superseded'; revision: number };
 
 /**
  * v3: one activity writes the attempt, sends and records the answer. It writes nothing, and says why,
@@ -100,6 +110,9 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
       case 'unreleased':
         await ledger.releaseEffect(input.effectId, MAIN_STEP);
         continue;
+      case 'superseded':
+        if (patched(REVISION_HANDOVER_PATCH)) return { class: 'superseded', revision: report.revision };
+        continue;
       case 'recorded-before':
         return { class: 'recorded-before', ...report.fact };
       case 'earlier-attempts':
@@ -126,11 +139,34 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
   }
 }
 
-/** The send activity did not finish. With no attempt row nothing left (intent before send); else UNKNOWN. */
-async function lostAnswer(run: EffectRun, reason: string): Promise<SendOutcome> {
+/**
+ * The send activity did not finish. With no attempt row nothing left (intent before send); else UNKNOWN, unless
+ * (v5) the ledger holds the answer the activity recorded, or the effect has moved on to a later revision.
+ */
+async function lostAnswer(run: EffectRun, reason: string): Promise<AttemptEnd> {
   const { input } = run;
-  const made = await ledger.recordLostAnswer(input.effectId, run.step, run.attemptNumber, reason);
-  if (!made) {
+  const made = await ledger.recordLostAnswer(input.effectId, run.step, run.attemptNumber, reason, run.releaseRevision);
+  if (
+    made?.effectRevision !== undefined &&
+    made.effectRevision !== run.releaseRevision &&
+    patched(REVISION_HANDOVER_PATCH)
+  )
+    return { class: 'superseded', revision: made.effectRevision };
+  if (made?.answer && patched(REVISION_HANDOVER_PATCH)) {
+    run.firstAttemptAt ??= made.startedAt;
+    run.view.addAttempt({
+      attemptNumber: run.attemptNumber,
+      idempotencyKey: made.idempotencyKey,
+      startedAt: made.startedAt,
+    });
+    run.view.settleAttempt(
+      run.attemptNumber,
+      made.answer.class,
+      `${made.answer.detail.reason} (${reason}; the ledger holds the answer)`,
+    );
+    return made.answer;
+  }
+  if (!made?.idempotencyKey) {
     run.attemptNumber -= 1;
     return {
       class: 'not_sent',
