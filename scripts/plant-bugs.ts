@@ -68,6 +68,62 @@ export const BUGS: readonly PlantedBug[] = [
     replace: "class: 'not_sent',\n      detail: { reason: 'timed out waiting for the response",
     tests: ['test/unknown-keyed.test.ts', 'test/unknown-keyless.test.ts'],
   },
+  {
+    name: 'the stale-decision refusal after a retry removed',
+    file: 'workflows/reconcile.ts',
+    find: 'if (resolution === RETRY && run.v3) {',
+    replace: 'if (false && resolution === RETRY && run.v3) {',
+    tests: ['test/unknown-episodes.test.ts'],
+  },
+  {
+    name: 'stepsToGo() returns every step, settled ones included',
+    file: 'workflows/effect-run.ts',
+    find: 'return this.steps.filter((step) => !done.has(step));',
+    replace: 'return [...this.steps];',
+    tests: ['test/multi-step.test.ts'],
+  },
+  {
+    name: 'the stale-decision refusal when a step settles removed',
+    file: 'workflows/reconcile.ts',
+    find: 'if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisionsBound()) {',
+    replace: 'if (false) {',
+    tests: ['test/unknown-episodes.test.ts'],
+  },
+  {
+    name: 'a decision applied without its step, revision and episode checked',
+    file: 'workflows/reconcile.ts',
+    find: '? run.staleness(queued)',
+    replace: '? undefined',
+    tests: ['test/unknown-episodes.test.ts'],
+  },
+  {
+    name: 'absent judged on the worker’s clock after the read',
+    file: 'activities/reconciliation-activities.ts',
+    find: 'const began = clock.now;',
+    replace: 'const began = new Date();',
+    tests: ['test/in-flight-window.test.ts'],
+  },
+  {
+    name: 'a revision started into the closing rejected run (no signal)',
+    file: 'client/effect-ledger-client.ts',
+    find: 'if (revised) {',
+    replace: 'if (false && revised) {',
+    tests: ['test/revisions.test.ts'],
+  },
+  {
+    name: 'a lost answer looked up under the effect’s revision, not the run’s',
+    file: 'activities/attempt-activities.ts',
+    find: 'const row = await readAttempt(db, effectId, step, attemptNumber, releaseRevision);',
+    replace: 'const row = await readAttempt(db, effectId, step, attemptNumber);',
+    tests: ['test/revisions.test.ts'],
+  },
+  {
+    name: 'a JetStream 503 (stream full) classified as a refusal',
+    file: 'activities/destinations/nats-jetstream.ts',
+    find: "if (status === 503) return { class: 'not_sent', httpStatus: status, detail };",
+    replace: "if (status === 503) return { class: 'rejected', httpStatus: status, detail };",
+    tests: ['test/real-destinations.test.ts'],
+  },
 ];
 
 interface FileRun {
