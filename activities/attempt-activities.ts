@@ -16,8 +16,9 @@ import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 const ANSWER_MARGIN_MS = 1000;
 
 /**
- * A send begins within this long of its attempt row being asked for, or not at all ("not sent"): readback's
- * in-flight window counts from the row's start, so it adds this to the call timeout and the grace.
+ * A send begins within this long of its attempt row being asked for, or not at all ("not sent"). The answer
+ * records how long after it the send began (`sendBeganAfterMs`); readback's in-flight window counts from there,
+ * or from this limit when no answer was recorded (the worker died mid-call).
  */
 export const SEND_START_LIMIT_MS = 2000;
 
@@ -227,12 +228,15 @@ export function createAttemptActivities({
         detail: { reason: `no adapter for destination ${release.destination} on this worker` },
       };
     }
-    return adapter.send({
+    const began = Math.round(performance.now() - asked);
+    const outcome = await adapter.send({
       effectId: attempt.effectId,
       idempotencyKey: attempt.idempotencyKey,
       operation: release.operation,
       package: release.package,
       timeoutMs: callTimeoutMs,
     });
+    // When the request began to leave, after its row: readback's in-flight window counts from there.
+    return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began } };
   }
 }

@@ -94,12 +94,12 @@ export function createReconciliationActivities({
   }
 
   /**
-   * "Absent" is no proof while our last request may still be processed: until our call to the destination has
-   * ended, plus the destination's grace, the verdict is inconclusive, with the time it becomes decidable. The call
-   * ended when its answer was recorded, and at the latest its call timeout after it could begin (a send begins
-   * within SEND_START_LIMIT_MS of its attempt row, or not at all). Judged on the database's clock (the one that
-   * stamped the attempt and the answer) at the moment the read began: a read that began inside the window proves
-   * nothing, however late it finished, and a worker whose clock runs ahead shortens no grace.
+   * "Absent" is no proof while our last request may still be processed: until its call timeout after it began to
+   * leave, plus the destination's grace, the verdict is inconclusive, with the time it becomes decidable. It began
+   * when its recorded answer says (`sendBeganAfterMs` after its attempt row), at the latest SEND_START_LIMIT_MS
+   * after the row (a send begins then or not at all). Judged on the database's clock (the one that stamped the
+   * attempt) at the moment the read began: a read that began inside the window proves nothing, however late it
+   * finished, and a worker whose clock runs ahead shortens no grace.
    */
   function withheldWhileInFlight(
     read: ReadbackResult,
@@ -109,9 +109,9 @@ export function createReconciliationActivities({
   ): ReadbackResult {
     const last = clock.lastStartedAt;
     if (read.outcome !== 'absent' || !last) return read;
-    const latestEnd = last.getTime() + SEND_START_LIMIT_MS + (target.callTimeoutMs ?? adapter.callTimeoutMs);
-    const ended = Math.min(latestEnd, clock.answeredAt?.getTime() ?? latestEnd);
-    const until = new Date(ended + (target.absenceGraceMs ?? adapter.absenceGraceMs));
+    const sent = last.getTime() + (clock.sendBeganAfterMs ?? SEND_START_LIMIT_MS);
+    const window = (target.callTimeoutMs ?? adapter.callTimeoutMs) + (target.absenceGraceMs ?? adapter.absenceGraceMs);
+    const until = new Date(sent + window);
     const began = clock.now;
     if (until.getTime() <= began.getTime()) return read;
     return {

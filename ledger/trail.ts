@@ -199,8 +199,8 @@ export async function readAttemptAnswer(db: LedgerDb, attemptId: number): Promis
 export interface InFlightClock {
   /** When the latest attempt of the step started (its row was written): our request may be in flight from then on. */
   lastStartedAt: Date | null;
-  /** When that attempt's answer was recorded, if it was: our call had ended by then. */
-  answeredAt: Date | null;
+  /** How long after that the request began to leave, when its answer recorded it (null: not known). */
+  sendBeganAfterMs: number | null;
   /** The database's clock now: asked before a read begins, it is when the read began. */
   now: Date;
 }
@@ -210,20 +210,21 @@ export interface InFlightClock {
  * may run ahead), read at the moment asked (before a read begins, never after it finished).
  */
 export async function inFlightClock(db: LedgerDb, effectId: string, step: string): Promise<InFlightClock> {
-  const rows = await db.execute<{ started_at: string | null; answered_at: string | null; now: string }>(sql`
-    SELECT last.started_at, last.answered_at, clock_timestamp() AS now
+  const rows = await db.execute<{ started_at: string | null; send_began_after_ms: string | null; now: string }>(sql`
+    SELECT last.started_at, last.send_began_after_ms, clock_timestamp() AS now
     FROM (SELECT 1) AS one
     LEFT JOIN LATERAL (
       SELECT a.started_at,
-             (SELECT e.recorded_at FROM provider_evidence e WHERE e.attempt_id = a.attempt_id AND e.kind = 'response') AS answered_at
+             (SELECT e.detail->>'sendBeganAfterMs' FROM provider_evidence e
+              WHERE e.attempt_id = a.attempt_id AND e.kind = 'response') AS send_began_after_ms
       FROM attempts a WHERE a.effect_id = ${effectId} AND a.step = ${step}
       ORDER BY a.started_at DESC LIMIT 1
     ) AS last ON true`);
   const row = rows[0];
-  const at = (value: string | null | undefined) => (value ? new Date(value) : null);
+  const offset = Number(row?.send_began_after_ms ?? Number.NaN);
   return {
-    lastStartedAt: at(row?.started_at),
-    answeredAt: at(row?.answered_at),
+    lastStartedAt: row?.started_at ? new Date(row.started_at) : null,
+    sendBeganAfterMs: Number.isFinite(offset) && offset >= 0 ? offset : null,
     now: new Date(row?.now ?? Number.NaN),
   };
 }

@@ -85,15 +85,15 @@ export const BUGS: readonly PlantedBug[] = [
   {
     name: 'the stale-decision refusal when a step settles removed',
     file: 'workflows/reconcile.ts',
-    find: 'if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisionsBound()) {',
+    find: 'if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisions.length && run.decisionsBound()) {',
     replace: 'if (false) {',
     tests: ['test/unknown-episodes.test.ts'],
   },
   {
     name: 'a decision applied without its step, revision and episode checked',
     file: 'workflows/reconcile.ts',
-    find: '? run.staleness(queued)',
-    replace: '? undefined',
+    find: 'const unbound = run.staleness(queued);',
+    replace: 'const unbound = undefined;',
     tests: ['test/unknown-episodes.test.ts'],
   },
   {

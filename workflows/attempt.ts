@@ -60,12 +60,10 @@ export async function pauseBeforeResend(
     await sleep(pause);
     return undefined;
   }
-  if (run.decisionsBound()) {
-    // v5: the pause is a window of its own: what was queued before it answered something else.
-    run.episode += 1;
-    if (run.decisions.length)
-      await run.refuseStale('stale: it answered an earlier wait; the effect is pausing to resend');
-  }
+  // The pause is a decision window of its own (v5): what was queued before it answered something else.
+  run.episode += 1;
+  if (run.decisions.length && run.decisionsBound())
+    await run.refuseStale('stale: it answered an earlier wait; the effect is pausing to resend');
   run.resendPending = true;
   await condition(() => run.decisions.length > 0, pause);
   run.resendPending = false;

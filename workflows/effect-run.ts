@@ -197,9 +197,12 @@ export class EffectRun {
     }
   }
 
-  /** v5: a queued update is recorded under its own reference (its decision ID), a signal under a new one. */
+  /**
+   * A queued update is recorded under its own reference (its decision ID: the same ID sent again finds this
+   * answer), a signal under a new one. Only what the activity is given changes, not the commands: no patch.
+   */
   ownRef(item: QueuedDecision): string | undefined {
-    return item.ref.startsWith('update:') && this.decisionsBound() ? item.ref : undefined;
+    return item.ref.startsWith('update:') ? item.ref : undefined;
   }
 
   /** v5: decisions are bound to the step, revision and episode they arrived in (patches.ts). */

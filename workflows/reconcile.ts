@@ -28,7 +28,7 @@ export async function reconcile(run: EffectRun): Promise<Resolution> {
     );
   }
   // v5: nor to the next step, once this one settled (a terminal result answers them in finish()).
-  if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisionsBound()) {
+  if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisions.length && run.decisionsBound()) {
     await run.refuseStale(
       `stale: it answered step ${run.step}, which is settled; decide again on the next step if it needs you`,
     );
@@ -147,13 +147,15 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
       ...(reason === undefined ? {} : { reason }),
       ...(repeated ? { repeated } : {}),
     });
-  const bound = run.decisionsBound();
-  // v5: the step, revision and episode it answered are still the ones awaited, and so is what it names.
-  const stale = bound
-    ? run.staleness(queued)
-    : run.v3 && decision.attempt !== undefined && decision.attempt !== run.attemptNumber
-      ? `stale: it answers attempt ${decision.attempt}; the effect is on attempt ${run.attemptNumber}`
-      : undefined;
+  // v5: the step, revision and episode it answered are still the ones awaited, and so is what it names (the
+  // patch is asked only where the answer differs, so the histories of decisions that hold stay as they were).
+  const unbound = run.staleness(queued);
+  const stale =
+    unbound && run.decisionsBound()
+      ? unbound
+      : run.v3 && decision.attempt !== undefined && decision.attempt !== run.attemptNumber
+        ? `stale: it answers attempt ${decision.attempt}; the effect is on attempt ${run.attemptNumber}`
+        : undefined;
   if (stale) {
     await run.refuse(decision.kind, decision.actor, decision, stale, run.ownRef(queued));
     respond(false, stale);
@@ -162,7 +164,7 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
   const accepted = { requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true };
   /** v5: the ledger already held this decision ID (sent again after a continue-as-new): answered, not applied twice. */
   const repeat = (taken: DecisionTaken | undefined) => {
-    if (!bound || !taken || taken.first) return false;
+    if (!taken || taken.first || !run.decisionsBound()) return false;
     const then = taken.accepted ? 'accepted' : `refused (${taken.rejectionReason ?? 'no reason recorded'})`;
     const why = `already decided: decision ${ref.replace(/^update:/, '')} was taken before and ${then}; not applied again`;
     view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: false, note: why });
