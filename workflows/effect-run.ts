@@ -52,8 +52,8 @@ export class EffectRun {
   v3 = false;
   /** Counts the times this run entered UNKNOWN (v5: or a not-sent pause): a decision answers the episode it arrived in. */
   episode = 0;
-  /** A person's revision of the refused effect was signalled (the client's revision-released): check the ledger. */
-  revisionSignalled = false;
+  /** How often a person's revision of the refused effect was signalled (the client's revision-released). */
+  revisionSignals = 0;
   /** v5: this run continues a run that handed over while pausing after "not sent": it sends again, no readback. */
   resumesSending: boolean;
   /** The outbound steps in the order they leave (v4); `main` alone for a single-step effect. */
@@ -245,9 +245,15 @@ export class EffectRun {
     }
     await condition(allHandlersFinished);
     // A person revised the refused effect while this run was closing (the client signalled it): hand the new
-    // revision to a run of its own rather than close and leave it to the reconciler.
-    if (outcome.stage === 'rejected' && this.revisionSignalled && patched(REVISION_HANDOVER_PATCH))
-      return this.handOverToRevision(outcome);
+    // revision to a run of its own rather than close and leave it to the reconciler. A signal that comes in while
+    // the ledger is read means another look (Temporal does not let the run close past an unhandled signal).
+    let looked = 0;
+    while (outcome.stage === 'rejected' && this.revisionSignals > looked && patched(REVISION_HANDOVER_PATCH)) {
+      looked = this.revisionSignals;
+      const ended = await this.handOverToRevision(outcome);
+      if (ended !== outcome) return ended;
+      await condition(allHandlersFinished);
+    }
     return outcome;
   }
 

@@ -42,7 +42,7 @@ export function handleMessages(run: EffectRun): void {
   setHandler(
     revisionReleasedSignal,
     () => {
-      run.revisionSignalled = true;
+      run.revisionSignals += 1;
     },
     { description: revisionReleasedSignalDescription },
   );
