@@ -6,11 +6,11 @@ import { destinationContracts } from '../activities/destinations/registry.js';
 import { idempotencyKeyFor, MAIN_STEP, parseKey } from '../domain/idempotency-key.js';
 import type { EffectStage } from '../domain/stages.js';
 import { readTrail } from '../ledger/trail.js';
+import { waitFor, within } from '../stack/wait-for.js';
 import { type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
 import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../workflows/ledger-reconciler.js';
 import type { Stack } from './local-stack.js';
 import type { LoggedRequest } from './simulator/request-log.js';
-import { waitFor, within } from './wait-for.js';
 
 /** How long any helper waits for a workflow to close before it fails instead of hanging. */
 export const RESULT_TIMEOUT_MS = 90_000;

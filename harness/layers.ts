@@ -10,12 +10,29 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['workflows'],
   ['client'],
   ['workers'],
+  ['stack'],
+  ['conformance'],
   ['harness'],
   ['scripts'],
   ['test'],
 ];
 
 export const rank = (folder: string) => LAYERS.findIndex((layer) => layer.includes(folder));
+
+/**
+ * The layers the package ships (tsconfig.build.json's entries reach only these, and the operator CLI in scripts/):
+ * `stack/` and `conformance/` ship because the conformance kit is part of the product. The rest is test-only.
+ */
+export const SHIPPED: readonly string[] = [
+  'domain',
+  'ledger',
+  'activities',
+  'workflows',
+  'client',
+  'workers',
+  'stack',
+  'conformance',
+];
 
 export interface ImportEdge {
   from: string;
@@ -53,4 +70,29 @@ export function bundleLeaks(edges: readonly ImportEdge[]): string[] {
     .filter(({ from }) => from.startsWith('workflows/'))
     .filter(({ to, typeOnly }) => !typeOnly && !to.startsWith('workflows/') && !to.startsWith('domain/'))
     .map(({ from, to }) => `${from} → ${to}`);
+}
+
+/** Every source file reached from `entries` by relative imports (`read` gives a file's source, or null). */
+export function reachedFrom(entries: readonly string[], read: (file: string) => string | null): string[] {
+  const seen = new Set<string>();
+  const queue = [...entries];
+  while (queue.length) {
+    const file = queue.pop() as string;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const source = read(file);
+    if (source === null) continue;
+    for (const { to } of importsOf(file, source)) queue.push(to.replace(/\.js$/, '.ts'));
+  }
+  return [...seen];
+}
+
+/** Files the package would carry that are test-only: outside the shipped layers and the operator CLI. */
+export function unshippable(files: readonly string[]): string[] {
+  return files.filter(
+    (file) =>
+      !SHIPPED.includes(file.split('/')[0] ?? '') &&
+      file !== 'scripts/effect-cli.ts' &&
+      !file.startsWith('scripts/audit/'),
+  );
 }

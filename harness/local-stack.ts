@@ -4,7 +4,6 @@
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import postgres from 'postgres';
 import {
   createDestinations,
   type DestinationSettings,
@@ -17,16 +16,15 @@ import {
 } from '../client/effect-ledger-client.js';
 import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
+import { freePort } from '../stack/free-port.js';
+import { dropDatabase, throwawayLedgerUrl } from '../stack/ledger-database.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
-import { freePort } from './free-port.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
-
-const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface Stack {
   env: TestWorkflowEnvironment;
@@ -93,30 +91,28 @@ export interface StackOptions {
   ui?: boolean;
   /** Names the throwaway database (effect_ledger_<purpose>_<random>). */
   purpose?: string;
-  /** Dev-server settings to override (harness/dev-server.ts): e.g. a server that suggests continue-as-new early. */
-  dynamicConfig?: Record<string, unknown>;
+  /** More dev-server arguments (its limits, say); the dev server only, not the cluster target. */
+  devServerArgs?: string[];
 }
 
 export async function startStack({
   ui,
   purpose = 'test',
-  dynamicConfig,
   absenceGraceMs = 0,
   readbackMaxIntervalMs = 5000,
+  devServerArgs,
   ...clientOptions
 }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
-  const dbName = `effect_ledger_${purpose}_${randomBytes(5).toString('hex')}`;
-  const databaseUrl = new URL(adminUrl);
-  databaseUrl.pathname = `/${dbName}`;
+  const databaseUrl = throwawayLedgerUrl(purpose);
   bundle ??= bundleEffectWorkflows();
   const uiPort = ui ? await freePort() : undefined;
   const [env, simulator] = await Promise.all([
-    startTemporal({ config, uiPort, ...(dynamicConfig ? { dynamicConfig } : {}) }),
+    startTemporal({ config, uiPort, ...(devServerArgs ? { extraArgs: devServerArgs } : {}) }),
     startSimulator(),
-    migrateLedger(databaseUrl.toString()),
+    migrateLedger(databaseUrl),
   ]);
-  const ledger = openLedger(databaseUrl.toString());
+  const ledger = openLedger(databaseUrl);
   const taskQueue = `effects-${randomBytes(4).toString('hex')}`;
   const approvedEffectIds = new Set<string>();
   const baseOptions: EffectLedgerClientOptions = {
@@ -151,7 +147,7 @@ export async function startStack({
     env,
     uiUrl: uiPort ? `http://${config.devServer.ip}:${uiPort}` : undefined,
     ledger,
-    databaseUrl: databaseUrl.toString(),
+    databaseUrl,
     simulator,
     taskQueue,
     namespace: config.namespace,
@@ -174,8 +170,7 @@ export async function startStack({
     },
     async stop() {
       await Promise.allSettled([env.teardown(), simulator.stop(), ledger.close()]);
-      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).finally(() => admin.end());
+      await dropDatabase(databaseUrl);
     },
   };
 }

@@ -3,10 +3,10 @@
 // of a message would show. Found in bin/ (scripts/setup.sh builds it) or on PATH.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { freePort } from '../stack/free-port.js';
+import { startGuarded } from '../stack/guarded-server.js';
+import { waitFor } from '../stack/wait-for.js';
 import { projectRoot } from '../workers/config.js';
-import { freePort } from './free-port.js';
-import { startGuarded } from './guarded-server.js';
-import { waitFor } from './wait-for.js';
 
 export const MAILPIT_MAX_MESSAGES = 500;
 
@@ -24,8 +24,10 @@ export function mailpitBinary(): string {
   return process.env.MAILPIT_BIN ?? (existsSync(local) ? local : 'mailpit');
 }
 
-export async function startMailpit(): Promise<MailpitServer> {
-  const [smtpPort, httpPort] = [await freePort(), await freePort()];
+/** Free ports unless given (the demo prefers Mailpit's usual 1025 and 8025). */
+export async function startMailpit(ports: { smtpPort?: number; httpPort?: number } = {}): Promise<MailpitServer> {
+  const smtpPort = ports.smtpPort ?? (await freePort());
+  const httpPort = ports.httpPort ?? (await freePort());
   const url = `http://127.0.0.1:${httpPort}`;
   const server = startGuarded(mailpitBinary(), [
     '--smtp',
@@ -41,7 +43,8 @@ export async function startMailpit(): Promise<MailpitServer> {
   ]);
   await waitFor(
     async () => {
-      if (server.child.exitCode !== null) throw new Error(`mailpit exited: ${server.output()}`);
+      if (server.child.exitCode !== null)
+        throw new Error(`mailpit (${mailpitBinary()}) exited: ${server.output() || 'no output'}`);
       return (await fetch(`${url}/api/v1/info`)).ok;
     },
     'Mailpit to answer',

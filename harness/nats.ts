@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { freePort } from './free-port.js';
-import { startGuarded } from './guarded-server.js';
-import { waitFor } from './wait-for.js';
+import { freePort } from '../stack/free-port.js';
+import { startGuarded } from '../stack/guarded-server.js';
+import { waitFor } from '../stack/wait-for.js';
 
 export interface NatsServer {
   /** host:port */

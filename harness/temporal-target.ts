@@ -3,9 +3,9 @@
 // one per stack like the dev server. Either way callers get a TestWorkflowEnvironment whose teardown()
 // stops what was started, so test files run unchanged against both.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { type DevServerOptions, startDevServer } from '../stack/dev-server.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { type Cluster, type ClusterOptions, startCluster } from './cluster/cluster.js';
-import { type DevServerOptions, startDevServer } from './dev-server.js';
 
 export const TEMPORAL_TARGET_ENV = 'EFFECT_LEDGER_TEMPORAL_TARGET';
 
@@ -47,8 +47,6 @@ export async function startTemporal(
   options: DevServerOptions & Pick<ClusterOptions, 'log'> = {},
 ): Promise<TestWorkflowEnvironment> {
   if (temporalTarget() === 'dev-server') return startDevServer(options);
-  if (options.dynamicConfig)
-    throw new Error('dynamicConfig is the dev server’s; the cluster reads harness/cluster/dynamic-config.yaml');
   const config = options.config ?? loadTemporalConfig();
   const cluster = await startCluster({
     config,

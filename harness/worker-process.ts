@@ -1,9 +1,9 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { reapWithUs } from '../stack/reaper.js';
 import { tiedCommand } from './cluster/processes.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
-import { reapWithUs } from './reaper.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 

@@ -26,9 +26,9 @@ import { memoryOf, resetPeak, startBareWorkerProcess } from '../harness/bench/pr
 import { type LatencySummary, renderChart, type Series, summarize, table } from '../harness/bench/report.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, taskRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { openLedger } from '../ledger/db.js';
+import { waitFor } from '../stack/wait-for.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
 
 // ---- options ------------------------------------------------------------------------------------------

@@ -15,10 +15,10 @@ import postgres from 'postgres';
 import { connectTemporalClient } from '../client/temporal-connection.js';
 import { type Cluster, NAMESPACE_RETENTION_DAYS, startCluster } from '../harness/cluster/cluster.js';
 import { databasesFor, dropClusterDatabases } from '../harness/cluster/databases.js';
-import { freePort } from '../harness/free-port.js';
 import { type SimulatorProcess, startSimulator } from '../harness/simulator/client.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { migrateLedger } from '../ledger/migrate.js';
+import { freePort } from '../stack/free-port.js';
 import { loadTemporalConfig, projectRoot } from '../workers/config.js';
 import { ensureReconcilerSchedule } from '../workers/ledger-reconciler.js';
 

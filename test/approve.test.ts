@@ -18,8 +18,8 @@ import {
 import { effectIdOf, eventTypes, readHistoryFile } from '../harness/histories/history-file.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { refundRequest, taskRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { EffectConflictError } from '../ledger/errors.js';
+import { waitFor } from '../stack/wait-for.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { runScript } from './support/cli.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';

@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { postRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { newReal, type Real } from '../scripts/chaos/commands.js';
 import {
   explainedStuck,
@@ -21,6 +20,7 @@ import {
   violationsOf,
 } from '../scripts/chaos/run.js';
 import { ChaosStack } from '../scripts/chaos/stack.js';
+import { waitFor } from '../stack/wait-for.js';
 import type { Variant } from './support/variant-worker.js';
 
 /** Waits for a promise at most `ms` (a broken variant may never finish). */

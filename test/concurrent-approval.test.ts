@@ -2,11 +2,11 @@
 // Contenders in separate processes are let go together by a barrier, once both are connected and ready.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { BARRIER_ENV, startBarrier } from '../harness/barrier.js';
 import { assertProviderSaw, latestRunId, objectsFor, resultOf } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { refundRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
+import { BARRIER_ENV, startBarrier } from '../stack/barrier.js';
+import { waitFor } from '../stack/wait-for.js';
 import { type CliRun, runCli } from './support/cli.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 

@@ -1,5 +1,5 @@
 // A stuck test harness leaves nothing behind: SIGKILL a harness process that runs a dev server, the
-// provider simulator and a worker process, and every one of them exits (harness/reaper.ts; the simulator
+// provider simulator and a worker process, and every one of them exits (stack/reaper.ts; the simulator
 // watches its own stdin). Without the reaper, the dev server outlives it: the check bites.
 import assert from 'node:assert/strict';
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { waitFor, within } from '../harness/wait-for.js';
+import { waitFor, within } from '../stack/wait-for.js';
 
 const stuckHarness = fileURLToPath(new URL('./support/stuck-harness.ts', import.meta.url));
 

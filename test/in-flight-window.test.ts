@@ -9,10 +9,10 @@ import { assertProviderSaw, liveStatus, resultOf, socialPostsFor, waitForStage }
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest } from '../harness/sample-requests.js';
 import { faketimeLibrary, skewedClockEnvironment } from '../harness/skewed-clock.js';
-import { startToxiproxy, type ToxiproxyServer } from '../harness/toxiproxy.js';
-import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess } from '../harness/worker-process.js';
 import { readTrail } from '../ledger/trail.js';
+import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
+import { waitFor } from '../stack/wait-for.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 
 /** Held answers wait until the test releases them (or the provider is reset after the test). */

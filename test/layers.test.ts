@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, posix, relative } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { bundleLeaks, importsOf, LAYERS, rank, upwardImports } from '../harness/layers.js';
+import { bundleLeaks, importsOf, LAYERS, rank, reachedFrom, unshippable, upwardImports } from '../harness/layers.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -55,6 +55,28 @@ describe('layers', () => {
       'domain/stages.ts → ledger/db.js',
     ]);
     assert.deepEqual(bundleLeaks(planted), ['workflows/effect-workflow.ts → activities/index.js']);
+  });
+
+  test('the package reaches only the folders it ships (and the operator CLI): nothing of the harness or the tests', () => {
+    const build = JSON.parse(readFileSync(join(root, 'tsconfig.build.json'), 'utf8').replace(/^\s*\/\/.*$/gm, '')) as {
+      files: string[];
+    };
+    const reached = reachedFrom(build.files, (file) => readFileSync(join(root, file), 'utf8'));
+    assert.deepEqual(unshippable(reached), []);
+    for (const folder of ['stack', 'conformance'])
+      assert.ok(
+        reached.some((f) => f.startsWith(`${folder}/`)),
+        `the package ships ${folder}/`,
+      );
+    // It bites: a shipped module importing the harness drags it (and what it imports) into the package.
+    const planted: Record<string, string> = {
+      'conformance/run.ts': "import { startStack } from '../harness/local-stack.js';",
+      'harness/local-stack.ts': "import { x } from './simulator/client.js';",
+    };
+    assert.deepEqual(unshippable(reachedFrom(['conformance/run.ts'], (file) => planted[file] ?? null)).sort(), [
+      'harness/local-stack.ts',
+      'harness/simulator/client.ts',
+    ]);
   });
 
   test('every top-level folder with code is a declared layer', () => {

@@ -14,7 +14,7 @@ import {
 } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskAnnouncedRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
+import { waitFor } from '../stack/wait-for.js';
 import { runCli } from './support/cli.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 

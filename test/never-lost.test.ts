@@ -7,9 +7,9 @@ import { approvalRecords, validateEffectRequest } from '../client/effect-request
 import { objectsFor } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { registerEffect } from '../ledger/registration.js';
 import { readEffect } from '../ledger/trail.js';
+import { waitFor } from '../stack/wait-for.js';
 import { ensureReconcilerSchedule, LEDGER_RECONCILER_SCHEDULE_ID } from '../workers/ledger-reconciler.js';
 
 describe('never lost: the ledger reconciler resumes unfinished effects', { timeout: 240_000 }, () => {

@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { resultOf, waitForStage } from '../harness/effect-probes.js';
-import { freePort } from '../harness/free-port.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest, taskRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
+import { freePort } from '../stack/free-port.js';
+import { waitFor } from '../stack/wait-for.js';
 import { TEST_TIMEOUT } from './support/isolation.js';
 
 /** A string no line, history or metric may ever show: it rides in a payload. */

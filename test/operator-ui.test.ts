@@ -7,8 +7,8 @@ import type { Page } from 'playwright-core';
 import { assertProviderSaw, liveStatus, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { decisions } from '../ledger/schema.js';
+import { waitFor } from '../stack/wait-for.js';
 import { artifactsDir, launchBrowser } from './support/browser.js';
 import { isolateEachTest, leftOpenOnPurpose, TEST_TIMEOUT } from './support/isolation.js';
 

@@ -11,10 +11,10 @@ import { messageIdFor } from '../activities/destinations/email-smtp.js';
 import { subjectFor } from '../activities/destinations/nats-jetstream.js';
 import { resultOf, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
-import { waitFor } from '../harness/wait-for.js';
 import { readTrail } from '../ledger/trail.js';
 import { audit } from '../scripts/audit/audit.js';
 import { realDestinationRecords } from '../scripts/audit/destination-records.js';
+import { waitFor } from '../stack/wait-for.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 import {
   EMAIL_FROM,
@@ -167,10 +167,20 @@ describe('email over SMTP to Mailpit', () => {
   );
 
   test(
-    'the connection is cut mid-message: unknown → readback proves absence → same Message-ID again',
+    'the connection is cut mid-message, after the final "." left: unknown → readback proves absence → same Message-ID again',
     TEST_TIMEOUT,
     async () => {
       const request = email('mail:cut');
+      // What we send reaches the server 300 ms late, and only its first 300 bytes: the message and its final
+      // "." have long left us when the cut (inside the message) comes back. Nothing was stored, but that we
+      // cannot know: unknown.
+      await real.proxies.smtp.addToxic({
+        name: 'slow-upstream',
+        type: 'latency',
+        stream: 'upstream',
+        toxicity: 1,
+        attributes: { latency: 300, jitter: 0 },
+      });
       await real.proxies.smtp.addToxic({
         name: 'cut-mid-message',
         type: 'limit_data',
@@ -187,6 +197,37 @@ describe('email over SMTP to Mailpit', () => {
       assert.equal(await emailsAt(request.effectId), 1);
       const path = await report('email: cut mid-stream', request.effectId, await emailsAt(request.effectId));
       assert.match(path, /^attempted → unknown → (readback (inconclusive|absent) → )+confirmed → recorded$/);
+    },
+  );
+
+  test(
+    'the connection is cut before the message\'s final "." left: not sent (nothing stored) → same Message-ID',
+    TEST_TIMEOUT,
+    async () => {
+      const request = email('mail:cut-early');
+      // 40 bytes: EHLO and part of MAIL FROM. Our client writes the message only after DATA's 354, so nothing
+      // of it left, and a server stores no message it has not read to its end.
+      await real.proxies.smtp.addToxic({
+        name: 'cut-before-data',
+        type: 'limit_data',
+        stream: 'upstream',
+        toxicity: 1,
+        attributes: { bytes: 40 },
+      });
+      await withWorker(async () => {
+        await s().effectsWith({ callTimeoutMs: 3000 }).approve(request);
+        assert.equal(await attemptOutcome(request.effectId, 1), 'not_sent');
+        await real.heal();
+        assert.equal((await resultOf(s(), request.effectId)).stage, 'recorded');
+      }).finally(() => real.heal());
+      const { trail } = await ledgerPath(request.effectId);
+      assert.match(
+        JSON.stringify(trail.evidence[0]?.detail),
+        /the session ended before the message's final \\".\\" left us/,
+      );
+      assert.equal(await emailsAt(request.effectId), 1);
+      const path = await report('email: cut before "."', request.effectId, await emailsAt(request.effectId));
+      assert.equal(path, 'attempted → not_sent → confirmed → recorded');
     },
   );
 

@@ -6,7 +6,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { arriveAtBarrier, startBarrier } from '../harness/barrier.js';
 import {
   assertProviderSaw,
   liveStatus,
@@ -17,12 +16,13 @@ import {
 } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest } from '../harness/sample-requests.js';
-import { startToxiproxy, type ToxiproxyServer } from '../harness/toxiproxy.js';
-import { waitFor } from '../harness/wait-for.js';
 import { RevisionRefusedError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { readRevisions } from '../ledger/revision.js';
 import { readEffect, readTrail } from '../ledger/trail.js';
+import { arriveAtBarrier, startBarrier } from '../stack/barrier.js';
+import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
+import { waitFor } from '../stack/wait-for.js';
 import { EFFECT_WORKFLOW_TYPE, type EffectInput } from '../workflows/contract.js';
 import { runCli } from './support/cli.js';
 import { isolateEachTest, leftOpenOnPurpose, TEST_TIMEOUT } from './support/isolation.js';

@@ -18,8 +18,8 @@ import {
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest, taskAnnouncedRequest } from '../harness/sample-requests.js';
 import { temporalTarget } from '../harness/temporal-target.js';
-import { waitFor } from '../harness/wait-for.js';
 import { readTrail } from '../ledger/trail.js';
+import { waitFor } from '../stack/wait-for.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal, type EffectStatus } from '../workflows/contract.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 
@@ -419,7 +419,7 @@ describe('a "not sent" pause carried across continue-as-new', () => {
     if (temporalTarget() === 'dev-server')
       stack = await startStack({
         purpose: 'pauses',
-        dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 20 },
+        devServerArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=20'],
       });
   });
   after(() => stack?.stop());

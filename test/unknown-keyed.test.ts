@@ -18,8 +18,8 @@ import {
 } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { refundRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess } from '../harness/worker-process.js';
+import { waitFor } from '../stack/wait-for.js';
 import { EFFECT_WORKFLOW_TYPE, type EffectInput } from '../workflows/contract.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 

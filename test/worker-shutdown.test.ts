@@ -5,8 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import { assertProviderSaw, providerPostsFor, resultOf } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
-import { waitFor } from '../harness/wait-for.js';
 import { startWorkerProcess } from '../harness/worker-process.js';
+import { waitFor } from '../stack/wait-for.js';
 
 const ANSWER_HELD_MS = 3000;
 

@@ -1,9 +1,11 @@
 // email-smtp: email over SMTP into a Mailpit mailbox. Mechanism: natural key. SMTP honours no
 // idempotency key and nothing here drops a second copy (Mailpit's duplicate-ID dropping stays off), so
-// the adapter gives every message a Message-ID derived from our key, and stamps the effect ID and the
-// released body's hash in headers. Readback searches Mailpit's API for that Message-ID; its search
-// matches substrings, so each hit is compared exactly. Mailpit prunes its oldest messages past its
-// `--max`: absence counts only while nothing was pruned or the oldest message predates the attempt.
+// the adapter gives every message a Message-ID derived from our key, and stamps the effect ID, the step's
+// reference (its key: `E`, `E~email`, `E#r2`) and the released body's hash in headers. Readback searches
+// Mailpit's API for that Message-ID; its search matches substrings, so each hit is compared exactly, by the
+// step's reference and body. Mailpit prunes its oldest messages past its `--max`: absence counts only while
+// nothing was pruned or the oldest message predates the attempt. One SMTP session per message, bounded as a
+// whole by the call timeout (smtp-session.ts).
 import nodemailer from 'nodemailer';
 import { z } from 'zod';
 import type {
@@ -17,6 +19,7 @@ import type {
 import { canonicalJson, sha256Hex } from '../../ledger/fingerprint.js';
 import { foreignBodyVerdict } from './exact-match.js';
 import { getJson } from './http-read.js';
+import { openSmtpSession, SessionDeadline, type SmtpSession } from './smtp-session.js';
 
 const email = z
   .object({
@@ -35,10 +38,11 @@ export const emailSmtpContract: DestinationContract = {
   keyScope: 'revision',
   operations: { 'email.send': email },
   callTimeoutMs: 10_000,
-  // The mailbox is searched in full (while nothing was pruned), and an SMTP transaction cut before its
-  // final reply stores nothing: once the in-flight window passed, absence is real.
+  // The mailbox is searched in full (while nothing was pruned), and nothing of ours leaves after the call
+  // timeout (the session's deadline closes the socket): once the in-flight window passed, absence is real.
   retryAfterProvenAbsence: true,
-  // Mailpit stores a message before it answers the final "."; a few seconds cover a slow write.
+  // After the deadline, what we had written may still be travelling, and a server that read the final "."
+  // may still be storing it (Mailpit stores before it answers; a relay may filter first): a few seconds.
   absenceGraceMs: 5_000,
   readbackMaxIntervalMs: 60 * 60 * 1000,
   buildPackage(effectId, _operation, payload) {
@@ -81,25 +85,45 @@ interface MailpitSummary {
   Created: string;
 }
 
-// nodemailer labels a connection closed after the message's final "." with command CONN too, so only the
-// socket's own connect failure (or no greeting) proves that nothing of ours left.
-function classifySmtpError(error: unknown): SendOutcome {
-  const { code, command, responseCode, message, syscall } = error as {
+/**
+ * What each phase of a session that did not end in 250 deserves. Nothing was stored while the final "." had
+ * not left us (no connection, no greeting, a cut or the deadline before it), nor after a 4xx (transient) or
+ * 5xx (refused) reply; only a session that ended after the "." and before its reply may have stored it.
+ */
+function classifySmtpError(error: unknown, session: SmtpSession): SendOutcome {
+  const { code, command, responseCode, message } = error as {
     code?: string;
     command?: string;
     responseCode?: number;
     message?: string;
-    syscall?: string;
   };
-  const detail = { reason: `${command ?? '?'}: ${message ?? String(error)}`, errorCode: code };
-  const neverConnected = syscall === 'connect' || /^connect E[A-Z]+/.test(message ?? '');
-  if (neverConnected || /Greeting never received/.test(message ?? ''))
-    return { class: 'not_sent', detail: { ...detail, reason: `no SMTP session (${detail.reason})` } };
+  const said = error instanceof SessionDeadline ? error.message : `${command ?? '?'}: ${message ?? String(error)}`;
+  const detail = { reason: said, errorCode: error instanceof SessionDeadline ? error.name : code };
+  if (!session.connected) return { class: 'not_sent', detail: { ...detail, reason: `no SMTP session (${said})` } };
   // A 5xx reply at any command: the server refused the message and stored nothing.
   if (responseCode !== undefined && responseCode >= 500) return { class: 'rejected', httpStatus: responseCode, detail };
   // A 4xx reply: transiently refused, not stored (RFC 5321 4.2.1).
   if (responseCode !== undefined && responseCode >= 400) return { class: 'not_sent', httpStatus: responseCode, detail };
-  return { class: 'unknown', detail: { ...detail, reason: `the message may have been stored (${detail.reason})` } };
+  if (!session.endOfDataWritten)
+    return {
+      class: 'not_sent',
+      detail: {
+        ...detail,
+        reason: `the session ended before the message's final "." left us (${said}): nothing stored`,
+      },
+    };
+  return {
+    class: 'unknown',
+    detail: { ...detail, reason: `the final "." left, no reply came: the message may have been stored (${said})` },
+  };
+}
+
+/**
+ * The reference a stored message names: its step's key (X-Effect-Ref). A message from before that header
+ * carries only X-Effect-Id, and only a main step's first revision was sent then, whose key is the effect ID.
+ */
+function referenceOf(headers: Record<string, string[]>): string | undefined {
+  return headers['X-Effect-Ref']?.[0] ?? headers['X-Effect-Id']?.[0];
 }
 
 export function emailSmtp(settings: EmailSettings): DestinationAdapter {
@@ -122,8 +146,11 @@ export function emailSmtp(settings: EmailSettings): DestinationAdapter {
     const checked = await Promise.all(
       hits.map(async (m) => {
         const h = await headersOf(m.ID, request);
+        // request.effectId is the step's reference (its released key), not the plain effect ID.
         const ours =
-          h?.['X-Effect-Id']?.[0] === request.effectId && h['X-Effect-Body-Sha256']?.[0] === request.bodySha256;
+          h !== undefined &&
+          referenceOf(h) === request.effectId &&
+          h['X-Effect-Body-Sha256']?.[0] === request.bodySha256;
         return { ...m, ours };
       }),
     );
@@ -147,33 +174,34 @@ export function emailSmtp(settings: EmailSettings): DestinationAdapter {
     ...emailSmtpContract,
     async send({ effectId, idempotencyKey, package: pkg, timeoutMs }): Promise<SendOutcome> {
       const messageId = messageIdFor(idempotencyKey);
-      // One connection per message (no pool): a session that timed out is never reused.
+      // One connection per message (no pool), ours, with its own deadline: a session never outlives the call.
+      const session = openSmtpSession(settings.smtpHost, settings.smtpPort, timeoutMs);
       const transport = nodemailer.createTransport({
         host: settings.smtpHost,
         port: settings.smtpPort,
         secure: false,
         ignoreTLS: true,
         name: 'effect-ledger',
-        connectionTimeout: timeoutMs,
+        getSocket: session.getSocket,
         greetingTimeout: timeoutMs,
-        // Longer than the greeting's own timer: with both equal the socket's idle timeout fired first when no
-        // greeting came, and its error ("Timeout", CONN) cannot prove that nothing was sent — the greeting's can.
         socketTimeout: timeoutMs + 1000,
       });
+      const sending = transport.sendMail({
+        from: settings.from,
+        to: String(pkg.body.to),
+        subject: String(pkg.body.subject),
+        text: String(pkg.body.text),
+        messageId: `<${messageId}>`,
+        headers: {
+          'X-Effect-Id': effectId,
+          // The step's reference (`effectID~step`, `#r<n>` in a revision): readback and the audit match it.
+          'X-Effect-Ref': String(pkg.body.effect_id ?? idempotencyKey),
+          'X-Effect-Body-Sha256': sha256Hex(canonicalJson(pkg.body)),
+        },
+      });
+      sending.catch(() => {});
       try {
-        const info = await transport.sendMail({
-          from: settings.from,
-          to: String(pkg.body.to),
-          subject: String(pkg.body.subject),
-          text: String(pkg.body.text),
-          messageId: `<${messageId}>`,
-          headers: {
-            'X-Effect-Id': effectId,
-            // The step's reference (`effectID~step` for a further step): the audit pairs the message with its step.
-            'X-Effect-Ref': String(pkg.body.effect_id ?? effectId),
-            'X-Effect-Body-Sha256': sha256Hex(canonicalJson(pkg.body)),
-          },
-        });
+        const info = await Promise.race([sending, session.deadline]);
         return {
           class: 'confirmed',
           httpStatus: 250,
@@ -182,9 +210,10 @@ export function emailSmtp(settings: EmailSettings): DestinationAdapter {
           detail: { reason: 'accepted by the SMTP server', body: { response: info.response } },
         };
       } catch (error) {
-        return classifySmtpError(error);
+        return classifySmtpError(error, session);
       } finally {
         transport.close();
+        session.close();
       }
     },
 

@@ -3,7 +3,7 @@
 // effect and its key commit in the same transaction or not at all, so the key protects for as long as
 // the row exists. Readback is a SELECT by that key. The `orders` table's shape is the user's; this
 // adapter needs `effect_key text UNIQUE`, `body jsonb`, `body_sha256 text` and `created_at timestamptz`
-// (harness/orders-db.ts creates it for the tests).
+// (stack/orders-db.ts creates it for the tests).
 import postgres from 'postgres';
 import { z } from 'zod';
 import type {

@@ -3,8 +3,8 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { reapWithUs } from '../../stack/reaper.js';
 import { type Stack, stackEnvironment } from '../local-stack.js';
-import { reapWithUs } from '../reaper.js';
 import type { WorkerProcess } from '../worker-process.js';
 
 const entry = fileURLToPath(new URL('./bare-worker.ts', import.meta.url));

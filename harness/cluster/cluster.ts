@@ -10,8 +10,8 @@ import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { resolveTemporalTarget, type TemporalTarget } from '../../client/temporal-connection.js';
+import { ensureSearchAttributes } from '../../stack/dev-server.js';
 import { projectRoot, type TemporalConfig } from '../../workers/config.js';
-import { ensureSearchAttributes } from '../dev-server.js';
 import { ensureClusterBinaries, serverSchemaDir } from './binaries.js';
 import {
   type ClusterDatabases,

@@ -4,11 +4,11 @@
 
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import type { EffectStage } from '../../domain/stages.js';
+import { waitFor } from '../../stack/wait-for.js';
 import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate } from '../../workflows/contract.js';
 import { runEffect, socialPostsFor, waitForStage } from '../effect-probes.js';
 import type { Stack } from '../local-stack.js';
 import { postRequest, refundRequest, taskAnnouncedRequest } from '../sample-requests.js';
-import { waitFor } from '../wait-for.js';
 import { startWorkerProcess } from '../worker-process.js';
 import { HISTORY_PATHS, type HistoryPath } from './history-paths.js';
 

@@ -17,7 +17,10 @@ export interface SimulatorProcess {
   /** Others post `count` times on the social feed, in one control call: older posts drop out of its newest-100 listing. */
   crowdSocialFeed(count: number): Promise<void>;
   stats(): Promise<{ posts: Record<string, number>; objects: number; socialPosts: number; keys: number }>;
-  fault(kind: FaultKind, options?: { path?: string; delayMs?: number; count?: number }): Promise<void>;
+  fault(
+    kind: FaultKind,
+    options?: { path?: string; delayMs?: number; count?: number; reference?: string },
+  ): Promise<void>;
   /** Faults queued and not yet consumed. */
   faults(): Promise<Fault[]>;
   /** Drops every queued fault; returns how many there were. */

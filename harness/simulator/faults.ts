@@ -30,6 +30,8 @@ export const faultRequestSchema = z
     path: z.string().startsWith('/', 'path must start with "/"').optional(),
     delayMs: z.number().int().min(0).max(600_000).optional(),
     count: z.number().int().min(1).max(10_000).default(1),
+    /** Only a request carrying this reference (its Idempotency-Key, or the effect ID stamped in its body). */
+    reference: z.string().min(1).max(300).optional(),
   })
   .strict();
 
@@ -39,6 +41,8 @@ export interface Fault {
   kind: FaultKind;
   /** Path prefix the fault applies to; null = any effectful POST. */
   path: string | null;
+  /** The reference a request must carry; null = any request. */
+  reference: string | null;
   delayMs: number;
 }
 
@@ -50,6 +54,7 @@ export class FaultQueue {
     const fault: Fault = {
       kind: request.kind,
       path: request.path ?? null,
+      reference: request.reference ?? null,
       delayMs: request.delayMs ?? DEFAULT_FAULT_DELAY_MS,
     };
     const added = Array.from({ length: request.count }, () => ({ ...fault }));
@@ -57,12 +62,20 @@ export class FaultQueue {
     return added;
   }
 
-  /** Remove and return the oldest fault matching `path` (and the kind of request), if any. */
-  take(path: string, read = false): Fault | undefined {
+  /** Remove and return the oldest fault matching `path` (and the kind of request, and its references), if any. */
+  take(path: string, read = false, references: readonly string[] = []): Fault | undefined {
     const index = this.#queue.findIndex(
-      (f) => isReadFault(f.kind) === read && (f.path === null || path.startsWith(f.path)),
+      (f) =>
+        isReadFault(f.kind) === read &&
+        (f.path === null || path.startsWith(f.path)) &&
+        (f.reference === null || references.includes(f.reference)),
     );
     return index === -1 ? undefined : this.#queue.splice(index, 1)[0];
+  }
+
+  /** Whether a queued fault waits for a particular reference (then a request's body is read before a fault is taken). */
+  hasReferenced(): boolean {
+    return this.#queue.some((f) => f.reference !== null);
   }
 
   list(): Fault[] {

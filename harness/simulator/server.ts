@@ -114,7 +114,7 @@ class ProviderWorld {
     produce: (req: IncomingMessage, beforeCommit: () => Promise<void>) => Promise<Reply>,
   ): Promise<void> {
     this.postCounts[path]++;
-    const fault = this.faults.take(path);
+    const fault = this.faults.take(path, false, this.faults.hasReferenced() ? await referencesOf(req) : []);
     const entry = logged.get(req);
     if (entry) entry.fault = fault?.kind ?? null;
     // Faults that answer before the handler runs still read the body, so the log has its hash.
@@ -571,6 +571,13 @@ async function readJsonObject(req: IncomingMessage): Promise<JsonObject> {
   const body = await readJson(req);
   if (!isJsonObject(body)) throw invalidRequest('Request body must be a JSON object.');
   return body;
+}
+
+/** What a request names itself by: its Idempotency-Key and the effect ID stamped in its body's metadata. */
+async function referencesOf(req: IncomingMessage): Promise<string[]> {
+  const body = await readJson(req).catch(() => undefined);
+  const stamped = isJsonObject(body) && isJsonObject(body.metadata) ? body.metadata.effect_id : undefined;
+  return [idempotencyKey(req), typeof stamped === 'string' ? stamped : null].filter((r): r is string => r !== null);
 }
 
 function idempotencyKey(req: IncomingMessage): string | null {

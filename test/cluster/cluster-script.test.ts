@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import postgres from 'postgres';
 import { databasesFor, dropClusterDatabases } from '../../harness/cluster/databases.js';
-import { waitFor, within } from '../../harness/wait-for.js';
+import { waitFor, within } from '../../stack/wait-for.js';
 import { projectRoot } from '../../workers/config.js';
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

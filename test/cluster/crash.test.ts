@@ -9,8 +9,8 @@ import { assertProviderSaw, providerPostsFor } from '../../harness/effect-probes
 import { type Stack, startStack } from '../../harness/local-stack.js';
 import { taskRequest } from '../../harness/sample-requests.js';
 import { clusterOf, TEMPORAL_TARGET_ENV } from '../../harness/temporal-target.js';
-import { waitFor } from '../../harness/wait-for.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
+import { waitFor } from '../../stack/wait-for.js';
 
 process.env[TEMPORAL_TARGET_ENV] = 'cluster';
 const log = (line: string) => process.stdout.write(`# ${line}\n`);

@@ -8,8 +8,8 @@ import type { Proxy as ToxicProxy } from 'toxiproxy-node-client';
 import type { DestinationSettings } from '../../activities/destinations/registry.js';
 import { MAILPIT_MAX_MESSAGES, type MailpitServer, startMailpit } from '../../harness/mailpit.js';
 import { type NatsServer, startNats } from '../../harness/nats.js';
-import { createOrdersDatabase, type OrdersDatabase } from '../../harness/orders-db.js';
-import { startToxiproxy, type ToxiproxyServer } from '../../harness/toxiproxy.js';
+import { createOrdersDatabase, type OrdersDatabase } from '../../stack/orders-db.js';
+import { startToxiproxy, type ToxiproxyServer } from '../../stack/toxiproxy.js';
 
 export const EMAIL_FROM = 'billing@example.com';
 

@@ -1,8 +1,8 @@
 // Test-only: a harness process that starts a stack and a worker process, prints the PIDs of what it
 // started, and then hangs — for the test to SIGKILL (test/harness-cleanup.test.ts).
 import { startStack } from '../../harness/local-stack.js';
-import { childProcessesMatching } from '../../harness/reaper.js';
 import { startWorkerProcess } from '../../harness/worker-process.js';
+import { childProcessesMatching } from '../../stack/reaper.js';
 
 const stack = await startStack({ purpose: 'stuck' });
 const worker = await startWorkerProcess(stack);

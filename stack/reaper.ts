@@ -5,10 +5,14 @@
 // exits when its own stdin closes.) Linux: processes are identified through /proc; elsewhere nothing happens.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parentPid, startTime } from './proc-stat.js';
 
-const reaperEntry = fileURLToPath(new URL('./reaper-process.ts', import.meta.url));
+// reaper-process.ts beside this source under tsx; the compiled reaper-process.js in the package, run without tsx.
+const ownExtension = extname(fileURLToPath(import.meta.url));
+const reaperEntry = fileURLToPath(new URL(`./reaper-process${ownExtension}`, import.meta.url));
+const reaperArgs = ownExtension === '.ts' ? ['--import', 'tsx', reaperEntry] : [reaperEntry];
 let reaper: ChildProcess | undefined;
 
 /** Stops process `pid` once this process has gone, unless it has ended by then. */
@@ -19,7 +23,7 @@ export function reapWithUs(pid: number | undefined): void {
   if (!started) return;
   if (!reaper) {
     // Detached: its own process group, so a signal to ours (Ctrl-C, a group kill) does not take it first.
-    reaper = spawn(process.execPath, ['--import', 'tsx', reaperEntry], {
+    reaper = spawn(process.execPath, reaperArgs, {
       stdio: ['pipe', 'ignore', 'inherit'],
       detached: true,
     });

@@ -19,8 +19,8 @@ export interface DevServerOptions {
   /** Persist history in this SQLite file; omit for in-memory (tests). */
   dbFilename?: string;
   config?: TemporalConfig;
-  /** Server settings to override (`--dynamic-config-value KEY=JSON`): a test that needs the server to act early. */
-  dynamicConfig?: Record<string, unknown>;
+  /** More `temporal server start-dev` arguments, e.g. `--dynamic-config-value` for a server's limits. */
+  extraArgs?: string[];
 }
 
 const indexedValueType: Record<
@@ -70,13 +70,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<Te
       uiPort: options.uiPort,
       dbFilename: options.dbFilename,
       log: { format: 'pretty', level: config.devServer.logLevel },
-      extraArgs: [
-        ...searchAttributeArgs(config),
-        ...Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
-          '--dynamic-config-value',
-          `${key}=${JSON.stringify(value)}`,
-        ]),
-      ],
+      extraArgs: [...searchAttributeArgs(config), ...(options.extraArgs ?? [])],
     },
   });
   const port = env.address.split(':').pop() ?? '';

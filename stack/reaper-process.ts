@@ -1,4 +1,4 @@
-// The reaper: a small process of its own that outlives the harness process it serves (harness/reaper.ts).
+// The reaper: a small process of its own that outlives the harness process it serves (stack/reaper.ts).
 // It reads "<pid> <starttime>" lines on stdin; when stdin ends — the harness exited or was SIGKILLed, so
 // the pipe closed — it stops every registered process still running: SIGTERM, then SIGKILL after a grace.
 // The start time guards against a PID reused by an unrelated process meanwhile.

@@ -1,0 +1,409 @@
+// One cell of the matrix: a fault, met by one step kind, in two phases, each with its own proxy and effect.
+//   probe     the adapter alone: one send through the fault, then, once the in-flight window (call timeout +
+//             absence grace) has passed, the server's own count and a readback; then whatever the send left
+//             running is waited for and counted again. What a user relies on is checked against the count.
+//   workflow  the whole path: approval, the fault on the step's first send, readback, automatic retries and
+//             the kit as the person (approve-retry whenever the effect waits for one); once it closes and
+//             what it left running has settled, exactly one object must carry the step's reference, and the
+//             step's fact must name it.
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type {
+  DestinationAdapter,
+  DestinationContract,
+  LookupResult,
+  ReadbackRequest,
+  ReadbackResult,
+  ReleasedPackage,
+  SendOutcome,
+} from '../domain/destination-contract.js';
+import { MAIN_STEP, REVISION_SEPARATOR, STEP_SEPARATOR } from '../domain/idempotency-key.js';
+import { readTrail } from '../ledger/trail.js';
+import { within } from '../stack/wait-for.js';
+import { statusQuery } from '../workflows/contract.js';
+import type { Calibration } from './calibration.js';
+import { carrierName } from './carrier.js';
+import { applyFault, type FaultName, FURTHER_STEP, type StepKind } from './faults.js';
+import type { KitStack } from './kit-stack.js';
+import { lateTimers, retried } from './patience.js';
+import { readbackRequest, releasedPackage, sendRequest } from './requests.js';
+import type { Router } from './router.js';
+import type { ConformanceServer } from './target.js';
+
+export interface CellContext {
+  tag: string;
+  destination: string;
+  contract: DestinationContract;
+  server: ConformanceServer;
+  calibration: Calibration;
+  kit: KitStack;
+  router: Router;
+  /** The adapter behind the destination's clean proxy: every read, every send after a cell's first. */
+  clean: DestinationAdapter;
+  callTimeoutMs: number;
+  absenceGraceMs: number;
+  /** How late past its call timeout a send may answer (a loaded machine's scheduling, not the adapter's). */
+  sendSlackMs: number;
+}
+
+export type ProbeOutcome = SendOutcome | { class: 'no answer' | 'threw'; detail: { reason: string } };
+export type ProbeReadback = ReadbackResult | { outcome: 'threw'; detail: { reason: string } };
+
+export interface ProbeResult {
+  reference: string;
+  outcome: ProbeOutcome;
+  /** When the send answered, after it began (ms); null if it never did within the kit's patience. */
+  answeredAfterMs: number | null;
+  /** How late this process's timers ran while the send was awaited (a busy machine's share of the wait). */
+  timersLateMs: number;
+  /** Objects carrying the reference once the in-flight window had passed. */
+  landed: number;
+  readback: ProbeReadback;
+  /** Objects carrying the reference once everything the send left running had settled. */
+  landedFinally: number;
+  lookup?: { externalId: string; result: LookupResult | { threw: string } };
+}
+
+export interface WorkflowResult {
+  reference: string;
+  effectId: string;
+  /** The effect's stage when it closed; null when it did not within the kit's deadline. */
+  stage: string | null;
+  /** The step's answers and readbacks as the ledger recorded them, in order. */
+  path: string[];
+  /** Why the faulty first attempt was classified as it was, in the adapter's (or the activity's) words. */
+  firstAnswer: string | null;
+  attempts: number;
+  /** approve-retry decisions the kit made as the person. */
+  retriesByKit: number;
+  objects: number;
+  /** Objects under revision 1's reference, for a revision cell. */
+  refusedObjects?: number;
+  factExternalId: string | null;
+}
+
+export interface CellViolation {
+  phase: 'probe' | 'workflow';
+  what: string;
+}
+
+export interface CellResult {
+  destination: string;
+  fault: FaultName;
+  kind: StepKind;
+  probe?: ProbeResult;
+  workflow?: WorkflowResult;
+  violations: CellViolation[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+/** Waiting out a window the adapter itself declares: absence cannot be awaited, only outlasted. */
+const until = (time: number) => sleep(time - Date.now());
+
+export function referenceFor(effectId: string, kind: StepKind): string {
+  if (kind === 'further') return `${effectId}${STEP_SEPARATOR}${FURTHER_STEP}`;
+  if (kind === 'revision') return `${effectId}${REVISION_SEPARATOR}2`;
+  return effectId;
+}
+
+/** How long a cell waits for what a send left running before it stops waiting (and counts anyway). */
+function patience(ctx: CellContext): number {
+  return 20_000 + 4 * (ctx.callTimeoutMs + ctx.absenceGraceMs);
+}
+
+async function proxyFor(ctx: CellContext, name: string) {
+  const { proxy, port } = await ctx.kit.toxiproxy.proxy(name, ctx.server.upstream);
+  const adapter = await ctx.server.adapter(`127.0.0.1:${port}`);
+  return { proxy, adapter };
+}
+
+/** A readback as the activity makes it: a thrown error is transient, and tried again. */
+async function readBack(adapter: DestinationAdapter, request: ReadbackRequest): Promise<ProbeReadback> {
+  try {
+    return await retried(() => adapter.readBack(request));
+  } catch (error) {
+    return { outcome: 'threw', detail: { reason: error instanceof Error ? error.message : String(error) } };
+  }
+}
+
+async function lookUp(adapter: DestinationAdapter, externalId: string, request: ReadbackRequest) {
+  try {
+    return await retried(() => adapter.lookup(externalId, request));
+  } catch (error) {
+    return { threw: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+export async function probeCell(
+  ctx: CellContext,
+  fault: FaultName,
+  kind: StepKind,
+): Promise<{ probe: ProbeResult; violations: string[] }> {
+  const { contract, server, callTimeoutMs: t, absenceGraceMs: grace } = ctx;
+  const effectId = `${ctx.tag}.${fault}.${kind}.p`;
+  const reference = referenceFor(effectId, kind);
+  const pkg = releasedPackage(contract, server.sample, reference);
+  const { proxy, adapter } = await proxyFor(ctx, `${ctx.tag}-${fault}-${kind}-p`);
+  try {
+    await applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference });
+    const began = Date.now();
+    const lag = lateTimers();
+    const sending = adapter.send(sendRequest(effectId, reference, server.sample.operation, pkg, t)).then(
+      (outcome): { outcome: ProbeOutcome; at: number } => ({ outcome, at: Date.now() }),
+      (error: unknown) => ({
+        outcome: {
+          class: 'threw' as const,
+          detail: { reason: error instanceof Error ? error.message : String(error) },
+        },
+        at: Date.now(),
+      }),
+    );
+    // Late timers are this machine's, not the adapter's: the patience grows by how late they ran.
+    let answered = await Promise.race([sending, sleep(t + ctx.sendSlackMs).then(() => undefined)]);
+    if (!answered && lag.late() > 0) answered = await Promise.race([sending, sleep(lag.late()).then(() => undefined)]);
+    const timersLateMs = lag.stop();
+    await until(began + t + grace);
+    const landed = await retried(() => server.count(reference));
+    const request = readbackRequest(reference, pkg, new Date(began));
+    const readback = await readBack(ctx.clean, request);
+    // What the send left running (a session past its deadline, bytes still in the proxy) settles, then the grace.
+    const settled = await within(sending, 'the probe send to settle', patience(ctx)).catch(() => undefined);
+    await until((settled?.at ?? Date.now()) + grace);
+    const landedFinally = await retried(() => server.count(reference));
+    const outcome = answered?.outcome ?? {
+      class: 'no answer' as const,
+      detail: {
+        reason: settled
+          ? `answered ${settled.outcome.class} only after ${settled.at - began} ms`
+          : `no answer after ${patience(ctx)} ms`,
+      },
+    };
+    const knownId =
+      readback.outcome === 'found'
+        ? readback.externalId
+        : settled?.outcome.class === 'confirmed'
+          ? settled.outcome.externalId
+          : undefined;
+    const probe: ProbeResult = {
+      reference,
+      outcome,
+      answeredAfterMs: answered ? answered.at - began : null,
+      timersLateMs,
+      landed,
+      readback,
+      landedFinally,
+      ...(knownId !== undefined && Math.max(landed, landedFinally) > 0
+        ? { lookup: { externalId: knownId, result: await lookUp(ctx.clean, knownId, request) } }
+        : {}),
+    };
+    return { probe, violations: probeViolations(ctx, probe) };
+  } finally {
+    await proxy.remove().catch(() => {});
+  }
+}
+
+/** What a user relies on, for one send, checked against the server's own count. */
+export function probeViolations(
+  ctx: Pick<CellContext, 'callTimeoutMs' | 'absenceGraceMs' | 'sendSlackMs'>,
+  p: ProbeResult,
+) {
+  const v: string[] = [];
+  const { outcome, readback } = p;
+  const most = Math.max(p.landed, p.landedFinally);
+  if (outcome.class === 'no answer')
+    v.push(
+      `the send did not answer within its call timeout (${ctx.callTimeoutMs} ms, + ${ctx.sendSlackMs} ms slack + ${p.timersLateMs} ms this process's timers ran late): ${outcome.detail.reason}; the ledger stops waiting at the timeout, and what the call does after it is in no record`,
+    );
+  if (outcome.class === 'threw') v.push(`the send threw instead of answering a class: ${outcome.detail.reason}`);
+  if ((outcome.class === 'not_sent' || outcome.class === 'rejected') && most > 0)
+    v.push(`classified ${outcome.class} ("${outcome.detail.reason}"), but the object landed: a retry sends it again`);
+  if (most > 1) v.push(`one send left ${most} objects carrying ${p.reference}`);
+  if (readback.outcome === 'threw') v.push(`readback failed three times: ${readback.detail.reason}`);
+  if (readback.outcome === 'found' && p.landed === 0)
+    v.push(`readback found ${readback.externalId}, but no object carrying ${p.reference} had landed`);
+  if (readback.outcome === 'absent' && p.landed > 0)
+    v.push(`readback said absent ("${readback.detail.reason}"), but the object had landed: a retry sends it again`);
+  if (readback.outcome === 'inconclusive' && p.landed > 0)
+    v.push(
+      `readback was inconclusive ("${readback.detail.reason}"), but the object had landed: the effect waits for a person, whose retry sends it again`,
+    );
+  if (p.landedFinally > p.landed)
+    v.push(
+      `an object landed after the in-flight window (${ctx.callTimeoutMs} ms call timeout + ${ctx.absenceGraceMs} ms absence grace), when readback had already said ${readback.outcome}`,
+    );
+  if (p.lookup) {
+    const r = p.lookup.result;
+    if ('threw' in r) v.push(`lookup(${p.lookup.externalId}) failed: ${r.threw}`);
+    else if (!r.exists || !r.matchesRelease)
+      v.push(
+        `lookup(${p.lookup.externalId}) of the object that landed ${r.exists ? 'says it does not match the release' : 'finds nothing'}: a person's confirm-delivery would be refused`,
+      );
+  }
+  return v;
+}
+
+const PERSON = { actor: 'conformance-kit', reason: 'the kit plays the person: retry with the same key' };
+const MAX_RETRIES_BY_KIT = 3;
+
+/** The kit as the person: approve-retry whenever the effect waits for one; the effect's result once it closes. */
+async function playThePerson(kit: KitStack, effectId: string, deadline: number) {
+  const handle = kit.env.client.workflow.getHandle(effectId);
+  const closing = kit.effects.result(effectId).then(
+    (result) => ({ result }),
+    (error: unknown) => ({ failed: error instanceof Error ? error.message : String(error) }),
+  );
+  let retries = 0;
+  let asked = 0;
+  for (;;) {
+    const closed = await Promise.race([closing, sleep(300).then(() => 'open' as const)]);
+    if (closed !== 'open') return { closed, retries };
+    if (Date.now() > deadline) return { closed: undefined, retries };
+    const status = await handle.query(statusQuery).catch(() => undefined);
+    if (
+      status?.stage === 'unknown' &&
+      status.awaiting?.includes('approve-retry') &&
+      retries < MAX_RETRIES_BY_KIT &&
+      asked < 3 * MAX_RETRIES_BY_KIT
+    ) {
+      asked += 1;
+      const answer = await kit.effects.decide(effectId, 'approve-retry', PERSON).catch(() => undefined);
+      if (answer?.accepted) retries += 1;
+    }
+  }
+}
+
+function stepOf(kind: StepKind): string {
+  return kind === 'further' ? FURTHER_STEP : MAIN_STEP;
+}
+
+export async function workflowCell(
+  ctx: CellContext,
+  fault: FaultName,
+  kind: StepKind,
+): Promise<{ workflow: WorkflowResult; violations: string[] }> {
+  const { server, kit, destination, callTimeoutMs: t, absenceGraceMs: grace } = ctx;
+  const effectId = `${ctx.tag}.${fault}.${kind}.w`;
+  const reference = referenceFor(effectId, kind);
+  const step = stepOf(kind);
+  const violations: string[] = [];
+  const { proxy, adapter } = await proxyFor(ctx, `${ctx.tag}-${fault}-${kind}-w`);
+  const refusedByKit = kind === 'revision' && !server.refusedPayload;
+  const route = ctx.router.route(effectId, {
+    faulty: adapter,
+    faultyKey: reference,
+    refuse: new Set(refusedByKit ? [effectId] : []),
+  });
+  const approval = {
+    effectId,
+    destination: kind === 'further' ? carrierName(destination) : destination,
+    operation: kind === 'further' ? 'note.then' : server.sample.operation,
+    payload: kind === 'further' ? { note: `${fault} on ${destination}` } : server.sample.payload,
+    approvedBy: 'conformance-kit',
+    authorizationRef: `conformance ${fault} ${kind}`,
+  };
+  const putFault = () =>
+    applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference });
+  const deadline = Date.now() + patience(ctx) + 30_000;
+  const result: WorkflowResult = {
+    reference,
+    effectId,
+    stage: null,
+    path: [],
+    firstAnswer: null,
+    attempts: 0,
+    retriesByKit: 0,
+    objects: 0,
+    factExternalId: null,
+  };
+  try {
+    if (kind === 'revision') {
+      await kit.effects.approve({ ...approval, payload: server.refusedPayload ?? server.sample.payload });
+      const first = await within(kit.effects.result(effectId), `${effectId} revision 1`, patience(ctx));
+      if (first.stage !== 'rejected') {
+        violations.push(`revision 1 was to be refused, so that a revision follows; it ended ${first.stage}`);
+        result.stage = first.stage;
+        return { workflow: result, violations };
+      }
+      await putFault();
+      await kit.effects.revise(effectId, {
+        payload: server.sample.payload,
+        approvedBy: 'conformance-kit',
+        authorizationRef: `conformance ${fault} ${kind}`,
+        reason: 'the revision the cell is about',
+      });
+    } else {
+      await putFault();
+      await kit.effects.approve(approval);
+    }
+    const played = await playThePerson(kit, effectId, deadline);
+    result.retriesByKit = played.retries;
+    if (played.closed && 'failed' in played.closed) violations.push(`the workflow failed: ${played.closed.failed}`);
+    const closed = played.closed && 'result' in played.closed ? played.closed.result : undefined;
+    if (!played.closed) {
+      const status = await kit.env.client.workflow
+        .getHandle(effectId)
+        .query(statusQuery)
+        .catch(() => undefined);
+      violations.push(
+        `the effect did not close within ${Math.round(patience(ctx) / 1000) + 30} s (${status?.stage ?? '?'}, awaiting ${status?.awaiting ?? '?'})`,
+      );
+      await kit.env.client.workflow
+        .getHandle(effectId)
+        .terminate('the conformance kit gave up on it')
+        .catch((error: unknown) => {
+          if (!(error instanceof WorkflowNotFoundError)) throw error;
+        });
+    }
+    // Whatever the faulty send left running settles under its fault; then the grace; then count.
+    await within(Promise.all(route.sends), 'the sends of the cell to settle', patience(ctx)).catch(() => undefined);
+    // Outlasting the grace the adapter declares: what it promises is that nothing lands after it.
+    await sleep(grace);
+    result.objects = await retried(() => server.count(reference));
+    if (kind === 'revision') result.refusedObjects = await retried(() => server.count(effectId));
+    const trail = await readTrail(kit.ledger.ledger.db, effectId);
+    result.stage = closed ? (trail?.effect.stage ?? closed.stage) : null;
+    const attempts = trail?.attempts.filter((a) => a.step === step) ?? [];
+    const latest = Math.max(0, ...attempts.map((a) => a.releaseRevision));
+    result.attempts = attempts.filter((a) => a.releaseRevision === latest).length;
+    const ofLatest = new Set(attempts.filter((a) => a.releaseRevision === latest).map((a) => a.attemptId));
+    result.path = (trail?.evidence ?? [])
+      .filter((e) => e.step === step && (e.attemptId === null || ofLatest.has(e.attemptId)))
+      .map((e) =>
+        e.kind === 'readback' ? `readback ${e.outcome}` : e.kind === 'human' ? 'confirmed by a person' : e.outcome,
+      );
+    const answers = (trail?.evidence ?? []).filter(
+      (e) => e.step === step && e.kind === 'response' && e.attemptId !== null,
+    );
+    const first = answers.find((e) => ofLatest.has(e.attemptId as number));
+    result.firstAnswer = first
+      ? `${first.outcome}: ${String((first.detail as { reason?: unknown } | null)?.reason ?? '')}`
+      : null;
+    const fact = trail?.facts.find((f) => f.step === step);
+    result.factExternalId = fact?.externalId ?? null;
+    if (closed && result.stage !== 'recorded') violations.push(`the effect ended ${result.stage}, not recorded`);
+    if (result.objects !== 1)
+      violations.push(`the workflow left ${result.objects} objects carrying ${reference} (one is right)`);
+    if (result.refusedObjects) violations.push(`refused revision 1 left ${result.refusedObjects} objects`);
+    if (closed && result.stage === 'recorded') {
+      const release = trail?.releases.find((r) => r.step === step && r.revision === trail.effect.revision);
+      if (!fact || !release) violations.push(`recorded, but the ledger holds no fact for step ${step}`);
+      else {
+        const seen = await lookUp(
+          ctx.clean,
+          fact.externalId,
+          readbackRequest(release.idempotencyKey, release.package as ReleasedPackage, new Date(0)),
+        );
+        if ('threw' in seen) violations.push(`lookup of the fact's ${fact.externalId} failed: ${seen.threw}`);
+        else if (!seen.exists || !seen.matchesRelease)
+          violations.push(
+            `the fact names ${fact.externalId}, which ${seen.exists ? 'does not match the release' : 'the destination does not hold'}`,
+          );
+      }
+    }
+    return { workflow: result, violations };
+  } catch (error) {
+    violations.push(`the workflow cell failed: ${error instanceof Error ? error.message : String(error)}`);
+    return { workflow: result, violations };
+  } finally {
+    await proxy.remove().catch(() => {});
+  }
+}

@@ -1,0 +1,116 @@
+// The kit's own throwaway stack: a Temporal dev server, a ledger database, Toxiproxy, a database for the
+// carriers' notes, and (once the destinations are known) one worker hosting them; a client like the one
+// backend code uses. Everything is tied to this process and removed by stop().
+import { randomBytes } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, makeTelemetryFilterString, Runtime, type Worker } from '@temporalio/worker';
+import type { Destinations } from '../activities/destinations/registry.js';
+import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { startDevServer } from '../stack/dev-server.js';
+import { createLedgerDatabase, databaseAdminUrl, type LedgerDatabase } from '../stack/ledger-database.js';
+import { createOrdersDatabase, type OrdersDatabase } from '../stack/orders-db.js';
+import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
+import { loadTemporalConfig } from '../workers/config.js';
+import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
+
+export interface KitStackOptions {
+  callTimeoutMs: number;
+  /** Unset: every destination's own absence grace. */
+  absenceGraceMs?: number;
+  adminUrl?: string;
+}
+
+export interface KitStack {
+  env: TestWorkflowEnvironment;
+  ledger: LedgerDatabase;
+  notes: OrdersDatabase;
+  toxiproxy: ToxiproxyServer;
+  effects: EffectLedgerClient;
+  /** Starts the one worker, hosting these destinations. */
+  startWorker(destinations: Destinations): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Worker state changes are noise in the kit's output, and so are the warnings its faults cause on purpose (an
+ * activity that outlived its timeout completing late); a runtime the caller installed first is kept.
+ */
+function quietRuntime(): void {
+  try {
+    Runtime.install({
+      logger: new DefaultLogger('ERROR'),
+      telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), forward: {} } },
+    });
+  } catch {
+    // already installed by the caller (a test's stack): theirs stays
+  }
+}
+
+export async function startKitStack(options: KitStackOptions): Promise<KitStack> {
+  quietRuntime();
+  const adminUrl = options.adminUrl ?? databaseAdminUrl();
+  const config = loadTemporalConfig();
+  const bundle = bundleEffectWorkflows();
+  const started = await Promise.allSettled([
+    startDevServer({ config }),
+    createLedgerDatabase('conformance', adminUrl),
+    createOrdersDatabase(),
+    startToxiproxy({ metrics: true }),
+  ] as const);
+  const failed = started.find((s) => s.status === 'rejected');
+  if (failed) {
+    // What did start goes again: a half-built stack must not keep the caller's process alive.
+    const [e, l, n, x] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
+      TestWorkflowEnvironment | undefined,
+      LedgerDatabase | undefined,
+      OrdersDatabase | undefined,
+      ToxiproxyServer | undefined,
+    ];
+    await Promise.allSettled([e?.teardown(), l?.drop(), n?.drop(), x?.stop()]);
+    throw failed.reason;
+  }
+  const [env, ledger, notes, toxiproxy] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
+    TestWorkflowEnvironment,
+    LedgerDatabase,
+    OrdersDatabase,
+    ToxiproxyServer,
+  ];
+  const taskQueue = `conformance-${randomBytes(4).toString('hex')}`;
+  const effects = new EffectLedgerClient({
+    client: env.client,
+    db: ledger.ledger.db,
+    taskQueue,
+    callTimeoutMs: options.callTimeoutMs,
+    ...(options.absenceGraceMs === undefined ? {} : { absenceGraceMs: options.absenceGraceMs }),
+    // A person is awaited often here (the kit is that person): read back every second or two meanwhile.
+    readbackIntervalMs: 1000,
+    readbackMaxIntervalMs: 2000,
+  });
+  let worker: { instance: Worker; running: Promise<void> } | undefined;
+  return {
+    env,
+    ledger,
+    notes,
+    toxiproxy,
+    effects,
+    async startWorker(destinations) {
+      const instance = await createEffectWorker({
+        connection: env.nativeConnection,
+        namespace: config.namespace,
+        taskQueue,
+        workflowBundle: await bundle,
+        db: ledger.ledger.db,
+        destinations,
+        shutdownGraceMs: 1000,
+      });
+      worker = { instance, running: instance.run() };
+    },
+    async stop() {
+      if (worker) {
+        worker.instance.shutdown();
+        await worker.running.catch(() => {});
+      }
+      await Promise.allSettled([env.teardown(), toxiproxy.stop(), notes.drop(), ledger.drop()]);
+    },
+  };
+}

@@ -1,0 +1,256 @@
+// runConformance: every target against its real server, through the whole matrix, on the kit's own stack.
+// The cells run at once (each with its own proxies and effects), so the run takes about as long as its
+// slowest cell.
+import { randomBytes } from 'node:crypto';
+import type { DestinationAdapter, DestinationContract } from '../domain/destination-contract.js';
+import { type Calibration, calibrate } from './calibration.js';
+import { carrierAdapter, carrierContract, carrierName } from './carrier.js';
+import { type CellContext, type CellResult, probeCell, workflowCell } from './cells.js';
+import { FAULTS, type FaultName, faultApplies, STEP_KINDS, type StepKind } from './faults.js';
+import { type KitStack, startKitStack } from './kit-stack.js';
+import { lendContracts } from './lent-contracts.js';
+import { turns } from './patience.js';
+import { conformanceTable } from './report.js';
+import { Router } from './router.js';
+import type { ConformanceServer, ConformanceTargets } from './target.js';
+
+export interface ConformanceOptions {
+  targets: ConformanceTargets;
+  /** The destinations to run (names of `targets`); default every one. */
+  destinations?: readonly string[];
+  /** Default every fault. */
+  faults?: readonly FaultName[];
+  /** Default every step kind (revisions only where the destination keys per revision). */
+  kinds?: readonly StepKind[];
+  /** Narrows the matrix further, cell by cell (a test that runs a few cells per destination). */
+  select?: (cell: { destination: string; fault: FaultName; kind: StepKind }) => boolean;
+  /** The call timeout every fault is scaled to (default 3000 ms). */
+  callTimeoutMs?: number;
+  /** Overrides every destination's absence grace; default each destination's own, the promise under test. */
+  absenceGraceMs?: number;
+  /** How late past the call timeout a send may answer before that is a violation (default 1500 ms). */
+  sendSlackMs?: number;
+  /** Cells running at once, across every destination (default 24): a small machine's share of servers and connections. */
+  concurrency?: number;
+  /** Progress lines (default: none). */
+  log?: (line: string) => void;
+}
+
+export interface DestinationReport {
+  destination: string;
+  contract?: Pick<
+    DestinationContract,
+    'mechanism' | 'keyScope' | 'retryAfterProvenAbsence' | 'absenceGraceMs' | 'callTimeoutMs'
+  >;
+  calibration?: Calibration;
+  /** Why the destination could not be run at all (its server did not start, a clean send failed). */
+  error?: string;
+  cells: CellResult[];
+  /** Cells that do not apply, and why. */
+  skipped: { fault: FaultName; kind: StepKind; why: string }[];
+}
+
+export interface Violation {
+  destination: string;
+  fault: FaultName | 'setup';
+  kind: StepKind | 'setup';
+  phase: 'probe' | 'workflow' | 'setup';
+  what: string;
+}
+
+export interface ConformanceReport {
+  callTimeoutMs: number;
+  absenceGraceMs?: number;
+  destinations: DestinationReport[];
+  violations: Violation[];
+  ok: boolean;
+  /** The table: fault × step kind → class, readback verdict, objects; then every violation, named. */
+  table: string;
+}
+
+interface Prepared {
+  name: string;
+  server: ConformanceServer;
+  clean: DestinationAdapter;
+  router: Router;
+  report: DestinationReport;
+}
+
+function skipReason(fault: FaultName, kind: StepKind, contract: DestinationContract, server: ConformanceServer) {
+  if (kind === 'revision' && contract.keyScope !== 'revision')
+    return 'keys per effect: a revision carries the same reference';
+  if (!faultApplies(fault, server)) return 'no 5xx after commit in this protocol (the target offers none)';
+  return undefined;
+}
+
+async function prepare(kit: KitStack, tag: string, name: string, targets: ConformanceTargets): Promise<Prepared> {
+  const target = Object.hasOwn(targets, name) ? targets[name] : undefined;
+  if (!target) throw new Error(`no conformance target named ${name} (known: ${Object.keys(targets).join(', ')})`);
+  const server = await target.start();
+  let clean: DestinationAdapter;
+  try {
+    const { port } = await kit.toxiproxy.proxy(`${tag}-clean`, server.upstream);
+    clean = await server.adapter(`127.0.0.1:${port}`);
+    if (clean.name !== name) throw new Error(`the target ${name} built an adapter named ${clean.name}`);
+    const { operation } = server.sample;
+    if (!Object.hasOwn(clean.operations, operation)) throw new Error(`${name} has no operation ${operation}`);
+    if (clean.steps && Object.hasOwn(clean.steps, operation))
+      throw new Error(`${name} ${operation} has several steps: the sample must be a single-step operation`);
+  } catch (error) {
+    await server.stop().catch(() => {});
+    throw error;
+  }
+  return {
+    name,
+    server,
+    clean,
+    router: new Router(clean),
+    report: {
+      destination: name,
+      contract: {
+        mechanism: clean.mechanism,
+        keyScope: clean.keyScope,
+        retryAfterProvenAbsence: clean.retryAfterProvenAbsence,
+        absenceGraceMs: clean.absenceGraceMs,
+        callTimeoutMs: clean.callTimeoutMs,
+      },
+      cells: [],
+      skipped: [],
+    },
+  };
+}
+
+/** Both phases of a cell, at once: each has its own proxy and effect. */
+async function runCell(ctx: CellContext, fault: FaultName, kind: StepKind): Promise<CellResult> {
+  const failed = (phase: string) => (error: unknown) => {
+    throw new Error(`the ${phase} failed: ${error instanceof Error ? error.message : String(error)}`);
+  };
+  const settled = await Promise.allSettled([
+    probeCell(ctx, fault, kind).catch(failed('probe')),
+    workflowCell(ctx, fault, kind).catch(failed('workflow')),
+  ]);
+  const [probe, workflow] = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
+    Awaited<ReturnType<typeof probeCell>> | undefined,
+    Awaited<ReturnType<typeof workflowCell>> | undefined,
+  ];
+  const broken = settled.flatMap((s, i) =>
+    s.status === 'rejected'
+      ? [{ phase: i === 0 ? ('probe' as const) : ('workflow' as const), what: String((s.reason as Error).message) }]
+      : [],
+  );
+  if (!probe || !workflow)
+    return {
+      destination: ctx.destination,
+      fault,
+      kind,
+      ...(probe ? { probe: probe.probe } : {}),
+      ...(workflow ? { workflow: workflow.workflow } : {}),
+      violations: broken,
+    };
+  return {
+    destination: ctx.destination,
+    fault,
+    kind,
+    probe: probe.probe,
+    workflow: workflow.workflow,
+    violations: [
+      ...probe.violations.map((what) => ({ phase: 'probe' as const, what })),
+      ...workflow.violations.map((what) => ({ phase: 'workflow' as const, what })),
+    ],
+  };
+}
+
+export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
+  const log = options.log ?? (() => {});
+  const callTimeoutMs = options.callTimeoutMs ?? 3000;
+  const sendSlackMs = options.sendSlackMs ?? 1500;
+  const names = options.destinations?.length ? [...options.destinations] : Object.keys(options.targets);
+  const faults = options.faults?.length ? options.faults : FAULTS;
+  const kinds = options.kinds?.length ? options.kinds : STEP_KINDS;
+  const run = randomBytes(3).toString('hex');
+  const inTurn = turns(options.concurrency ?? 24);
+  log(`conformance ${run}: starting the kit's stack (Temporal dev server, ledger, Toxiproxy)`);
+  const kit = await startKitStack({ callTimeoutMs, absenceGraceMs: options.absenceGraceMs });
+  const reports: DestinationReport[] = [];
+  const prepared: Prepared[] = [];
+  let giveBack = () => {};
+  try {
+    for (const result of await Promise.allSettled(
+      names.map((name) => prepare(kit, `k${run}.${name}`, name, options.targets)),
+    )) {
+      const name = names[reports.length] as string;
+      if (result.status === 'fulfilled') {
+        prepared.push(result.value);
+        reports.push(result.value.report);
+      } else reports.push({ destination: name, error: String(result.reason), cells: [], skipped: [] });
+    }
+    const carriers = prepared.map((p) => carrierContract(p.name, p.server.sample));
+    giveBack = lendContracts([...prepared.map((p) => p.clean), ...carriers]);
+    await kit.startWorker({
+      ...Object.fromEntries(prepared.map((p) => [p.name, p.router.adapter()])),
+      ...Object.fromEntries(carriers.map((c) => [c.name, carrierAdapter(c, kit.notes.url)])),
+    });
+    log(`conformance ${run}: calibrating ${prepared.map((p) => p.name).join(', ')} on their servers`);
+    await Promise.all(
+      prepared.map(async (p) => {
+        const tag = `k${run}.${p.name}`;
+        try {
+          const calibration = await calibrate({
+            toxiproxy: kit.toxiproxy,
+            server: p.server,
+            contract: p.clean,
+            tag,
+            callTimeoutMs,
+            sendSlackMs,
+          });
+          p.report.calibration = calibration;
+          const ctx: CellContext = {
+            tag,
+            destination: p.name,
+            contract: p.clean,
+            server: p.server,
+            calibration,
+            kit,
+            router: p.router,
+            clean: p.clean,
+            callTimeoutMs,
+            absenceGraceMs: options.absenceGraceMs ?? p.clean.absenceGraceMs,
+            sendSlackMs,
+          };
+          const cells: Promise<CellResult>[] = [];
+          for (const fault of faults)
+            for (const kind of kinds) {
+              if (options.select && !options.select({ destination: p.name, fault, kind })) continue;
+              const why = skipReason(fault, kind, p.clean, p.server);
+              if (why) p.report.skipped.push({ fault, kind, why });
+              else cells.push(inTurn(() => runCell(ctx, fault, kind)));
+            }
+          log(`conformance ${run}: ${p.name}: ${cells.length} cells (${carrierName(p.name)} carries its further step)`);
+          p.report.cells.push(...(await Promise.all(cells)));
+        } catch (error) {
+          p.report.error = error instanceof Error ? error.message : String(error);
+        }
+      }),
+    );
+  } finally {
+    giveBack();
+    await Promise.allSettled(prepared.map((p) => p.server.stop()));
+    await kit.stop();
+  }
+  const violations: Violation[] = reports.flatMap((r) => [
+    ...(r.error
+      ? [{ destination: r.destination, fault: 'setup', kind: 'setup', phase: 'setup', what: r.error } as Violation]
+      : []),
+    ...r.cells.flatMap((c) =>
+      c.violations.map((v): Violation => ({ destination: c.destination, fault: c.fault, kind: c.kind, ...v })),
+    ),
+  ]);
+  const report = {
+    callTimeoutMs,
+    ...(options.absenceGraceMs === undefined ? {} : { absenceGraceMs: options.absenceGraceMs }),
+    destinations: reports,
+    violations,
+    ok: violations.length === 0,
+  };
+  return { ...report, table: conformanceTable(report) };
+}

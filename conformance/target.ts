@@ -1,0 +1,46 @@
+// What the kit needs of a destination to run it against its real server (docs/conformance.md): how to reach
+// the server, the adapter pointed at an address the kit chooses (a Toxiproxy proxy in front of the server),
+// a counter of the objects that carry a reference, and something to send. A destinations module exports
+// these as `conformance`, beside its destinations.
+import type { DestinationAdapter } from '../domain/destination-contract.js';
+
+export interface ConformanceTarget {
+  /** Starts (or reaches) the destination's real server, for one run of the kit. */
+  start(): Promise<ConformanceServer>;
+}
+
+export interface ConformanceServer {
+  /** host:port of the connection the adapter's sends travel over: the kit's proxies stand in front of it. */
+  upstream: string;
+  /**
+   * The destination's adapter with its connection pointed at `address` (host:port of a kit proxy) instead of
+   * `upstream`; its reads may go there too. Called once per proxy: a fresh adapter, its own connections.
+   */
+  adapter(address: string): DestinationAdapter | Promise<DestinationAdapter>;
+  /**
+   * How many objects the server holds that carry reference R (`E`, `E~step`, `E#r2`: the key the adapter
+   * was given), read from the server itself, never through the adapter under test.
+   */
+  count(reference: string): Promise<number>;
+  /** What to send: one of the destination's single-step operations, and a payload it accepts. */
+  sample: { operation: string; payload: Record<string, unknown> };
+  /**
+   * A payload of the same operation and target that the server refuses definitively (4xx, 5xx SMTP reply, a
+   * constraint): revision cells approve it, see it rejected, then revise it to `sample`. Without one, the kit
+   * refuses revision 1 itself, before anything leaves.
+   */
+  refusedPayload?: Record<string, unknown>;
+  /**
+   * Where the protocol has a 5xx after commit: the next effectful request carrying `reference` is stored and
+   * then answered 5xx. Without it the `5xx-after-commit` fault does not apply.
+   */
+  failAfterCommit?(reference: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export type ConformanceTargets = Readonly<Record<string, ConformanceTarget>>;
+
+/** What a destinations module exports for the kit (a module may export other things too). */
+export interface ConformanceModule {
+  conformance?: ConformanceTargets;
+}

@@ -1,0 +1,149 @@
+// The built-in destinations as conformance targets (docs/conformance.md): each starts its own real server
+// (the provider simulator, Mailpit, a JetStream stream, an orders database), builds its adapter pointed at the
+// kit's proxy, and counts objects by reference on the server itself. `npm run conformance --
+// harness/conformance-targets.ts [name]` runs them. The builders take the adapter as a parameter, so the
+// tests can run the kit on deliberately broken adapters against the same servers.
+import { randomBytes } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { type EmailSettings, emailSmtp, messageIdFor } from '../activities/destinations/email-smtp.js';
+import { keyedApi } from '../activities/destinations/keyed-api.js';
+import { type JetStreamSettings, natsJetStream, subjectFor } from '../activities/destinations/nats-jetstream.js';
+import { ordersSql } from '../activities/destinations/orders-sql.js';
+import { socialFeed } from '../activities/destinations/social-feed.js';
+import type { ConformanceTarget, ConformanceTargets } from '../conformance/target.js';
+import type { DestinationAdapter } from '../domain/destination-contract.js';
+import { createOrdersDatabase } from '../stack/orders-db.js';
+import { MAILPIT_MAX_MESSAGES, startMailpit } from './mailpit.js';
+import { startNats } from './nats.js';
+import { startSimulator } from './simulator/client.js';
+
+const hostOf = (url: string) => new URL(url).host;
+
+export function keyedApiTarget(build: (baseUrl: string) => DestinationAdapter = keyedApi): ConformanceTarget {
+  return {
+    async start() {
+      const simulator = await startSimulator();
+      return {
+        upstream: hostOf(simulator.url),
+        adapter: (address) => build(`http://${address}`),
+        count: async (reference) =>
+          (await simulator.objects()).filter((o) => o.metadata.effect_id === reference).length,
+        sample: { operation: 'refund.create', payload: { charge: 'ch_kit', amount: 4000, currency: 'EUR' } },
+        // The provider answers 400 to an amount that is not positive: a real refusal for the revision cells.
+        refusedPayload: { charge: 'ch_kit', amount: -4000, currency: 'EUR' },
+        failAfterCommit: (reference) => simulator.fault('status_500_after_commit', { reference }),
+        stop: () => simulator.stop(),
+      };
+    },
+  };
+}
+
+export function socialFeedTarget(build: (baseUrl: string) => DestinationAdapter = socialFeed): ConformanceTarget {
+  return {
+    async start() {
+      const simulator = await startSimulator();
+      return {
+        upstream: hostOf(simulator.url),
+        adapter: (address) => build(`http://${address}`),
+        count: async (reference) =>
+          (await simulator.socialPosts()).filter((p) => p.metadata?.effect_id === reference).length,
+        sample: { operation: 'post.publish', payload: { channel: 'conformance', text: 'One post per effect.' } },
+        failAfterCommit: (reference) => simulator.fault('status_500_after_commit', { reference }),
+        stop: () => simulator.stop(),
+      };
+    },
+  };
+}
+
+export function emailTarget(build: (settings: EmailSettings) => DestinationAdapter = emailSmtp): ConformanceTarget {
+  return {
+    async start() {
+      const mailpit = await startMailpit();
+      return {
+        upstream: `127.0.0.1:${mailpit.smtpPort}`,
+        adapter: (address) => {
+          const [smtpHost = '127.0.0.1', port] = address.split(':');
+          return build({
+            smtpHost,
+            smtpPort: Number(port),
+            mailboxUrl: mailpit.url,
+            from: 'conformance@example.com',
+            mailboxMaxMessages: MAILPIT_MAX_MESSAGES,
+          });
+        },
+        count: async (reference) => (await mailpit.messagesWithId(messageIdFor(reference))).length,
+        sample: {
+          operation: 'email.send',
+          payload: { to: 'ana@example.com', subject: 'Your invoice', text: 'One email per effect.' },
+        },
+        stop: () => mailpit.stop(),
+      };
+    },
+  };
+}
+
+/** Messages above this many bytes are refused by the stream: the revision cells' refusal. */
+const MAX_MESSAGE_BYTES = 4096;
+
+export function natsTarget(
+  build: (settings: JetStreamSettings) => DestinationAdapter = natsJetStream,
+): ConformanceTarget {
+  return {
+    async start() {
+      const nats = await startNats();
+      const tag = randomBytes(4).toString('hex');
+      const stream = `CONFORMANCE_${tag}`;
+      const subjectPrefix = `conformance_${tag}`;
+      const jsm = await jetstreamManager(nats.connection);
+      await jsm.streams.add({ name: stream, subjects: [`${subjectPrefix}.>`], max_msg_size: MAX_MESSAGE_BYTES });
+      return {
+        upstream: nats.address,
+        adapter: (address) => build({ servers: address, stream, subjectPrefix }),
+        async count(reference) {
+          const subject = subjectFor(subjectPrefix, reference);
+          const info = await jsm.streams.info(stream, { subjects_filter: subject });
+          return info.state.subjects?.[subject] ?? 0;
+        },
+        sample: { operation: 'event.publish', payload: { type: 'invoice.sent', data: { invoice: 'INV-1' } } },
+        refusedPayload: {
+          type: 'invoice.sent',
+          data: { invoice: 'INV-1', attachment: 'x'.repeat(2 * MAX_MESSAGE_BYTES) },
+        },
+        async stop() {
+          await jsm.streams.delete(stream).catch(() => {});
+          await nats.stop();
+        },
+      };
+    },
+  };
+}
+
+export function ordersTarget(build: (databaseUrl: string) => DestinationAdapter = ordersSql): ConformanceTarget {
+  return {
+    async start() {
+      const orders = await createOrdersDatabase();
+      return {
+        upstream: hostOf(orders.url),
+        adapter: (address) => {
+          const url = new URL(orders.url);
+          url.host = address;
+          return build(url.toString());
+        },
+        count: async (reference) => (await orders.orders()).filter((o) => o.effect_key === reference).length,
+        sample: {
+          operation: 'order.create',
+          payload: { customer: 'cus_kit', sku: 'SKU-1', quantity: 2, amountCents: 4000 },
+        },
+        stop: () => orders.drop(),
+      };
+    },
+  };
+}
+
+export const conformance: ConformanceTargets = {
+  'keyed-api': keyedApiTarget(),
+  'social-feed': socialFeedTarget(),
+  'email-smtp': emailTarget(),
+  'nats-jetstream': natsTarget(),
+  'orders-sql': ordersTarget(),
+};
