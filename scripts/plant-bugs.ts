@@ -10,7 +10,16 @@
 // Each patch is a text match on a small snippet, so it survives a restructuring around it; a snippet
 // that is not found exactly once fails the script loudly (exit 2) before anything runs: fix the patch.
 import { spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -169,6 +178,8 @@ function scratchCopy(): string {
     },
   });
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(dir, 'node_modules'));
+  // The prebuilt binaries (Temporal CLI, Toxiproxy, Mailpit) the tests start: shared, never copied.
+  if (existsSync(join(ROOT, 'bin'))) symlinkSync(realpathSync(join(ROOT, 'bin')), join(dir, 'bin'));
   return dir;
 }
 

@@ -25,7 +25,11 @@ describe('the in-flight window of a readback', () => {
   /** The worker's way to the provider: a proxy that can slow its reads. */
   let providerLink: Awaited<ReturnType<ToxiproxyServer['proxy']>>;
   before(async () => {
-    [stack, toxiproxy] = await Promise.all([startStack({ purpose: 'window' }), startToxiproxy()]);
+    // Each assigned as it starts: after() stops whatever did, even when the other failed.
+    await Promise.all([
+      startStack({ purpose: 'window' }).then((s) => (stack = s)),
+      startToxiproxy().then((t) => (toxiproxy = t)),
+    ]);
     providerLink = await toxiproxy.proxy('provider', new URL(stack.simulator.url).host);
   });
   after(() => Promise.allSettled([stack?.stop(), toxiproxy?.stop()]));

@@ -39,7 +39,8 @@ describe('revisions of a refused effect', () => {
   /** The worker's own way to Temporal: a proxy that can hold what the worker says until the test lets it go. */
   let temporalLink: Awaited<ReturnType<ToxiproxyServer['proxy']>>;
   before(async () => {
-    [stack, toxiproxy] = await Promise.all([startStack(), startToxiproxy()]);
+    // Each assigned as it starts: after() stops whatever did, even when the other failed.
+    await Promise.all([startStack().then((s) => (stack = s)), startToxiproxy().then((t) => (toxiproxy = t))]);
     effects = stack.effectsWith({ absenceGraceMs: 0 });
     temporalLink = await toxiproxy.proxy('temporal', stack.env.address);
   });
