@@ -120,10 +120,10 @@ export const BUGS: readonly PlantedBug[] = [
     tests: ['test/revisions.test.ts'],
   },
   {
-    name: 'a lost answer looked up under the effect’s revision, not the run’s',
-    file: 'activities/attempt-activities.ts',
-    find: 'const row = await readAttempt(db, effectId, step, attemptNumber, releaseRevision);',
-    replace: 'const row = await readAttempt(db, effectId, step, attemptNumber);',
+    name: 'a lost answer not taken from the ledger that holds it',
+    file: 'workflows/attempt.ts',
+    find: 'if (made?.answer && patched(REVISION_HANDOVER_PATCH)) {',
+    replace: 'if (false) {',
     tests: ['test/revisions.test.ts'],
   },
   {

@@ -67,7 +67,7 @@ describe('revisions of a refused effect', () => {
    * never hears the answer the ledger holds (the chaos seed 913370001 path). Returns the workflow's result
    * (followed through continue-as-new), or the live view when it did not close in time.
    */
-  async function revisedWhileClosing(id: string, answerLost: boolean) {
+  async function revisedWhileClosing(id: string, answerLost: boolean, revise = true) {
     const closing = stack.effectsWith({ absenceGraceMs: 0, callTimeoutMs: 3000 });
     // The provider refuses at once (the amount is validated first) and holds its answer until the test lets it go.
     await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: HOLD_MS });
@@ -87,17 +87,19 @@ describe('revisions of a refused effect', () => {
           );
           const handle = stack.env.client.workflow.getHandle(id);
           assert.equal((await handle.describe()).status.name, 'RUNNING', 'the rejected run is still open');
-          const barrier = await startBarrier(2);
-          const revised = await Promise.all(
-            [0, 1].map(async () => {
-              await arriveAtBarrier(barrier.address);
-              return closing.revise(id, { payload: refund(4000), ...OPS });
-            }),
-          ).finally(() => barrier.close());
-          assert.deepEqual(revised.map((r) => [r.revision, r.created]).sort(), [
-            [2, false],
-            [2, true],
-          ]);
+          if (revise) {
+            const barrier = await startBarrier(2);
+            const revised = await Promise.all(
+              [0, 1].map(async () => {
+                await arriveAtBarrier(barrier.address);
+                return closing.revise(id, { payload: refund(4000), ...OPS });
+              }),
+            ).finally(() => barrier.close());
+            assert.deepEqual(revised.map((r) => [r.revision, r.created]).sort(), [
+              [2, false],
+              [2, true],
+            ]);
+          }
           if (answerLost)
             await waitFor(
               async () =>
@@ -465,6 +467,23 @@ describe('revisions of a refused effect', () => {
       );
       assert.equal(result.stage, 'recorded', `the workflow ended ${result.stage}: ${result.reason}`);
       await sentOnceAsRevision2(id);
+    },
+  );
+
+  test(
+    'a refusal whose answer is lost to its run (the send activity timed out after recording it): the run takes the answer from the ledger: rejected, one request, no readback',
+    TEST_TIMEOUT,
+    async () => {
+      const id = 'rev:lost-refusal';
+      const result = await revisedWhileClosing(id, true, false);
+      assert.equal(result.stage, 'rejected');
+      await assertProviderSaw(stack, id, { posts: 1 });
+      const trail = await readTrail(stack.ledger.db, id);
+      assert.deepEqual(
+        trail?.evidence.map((e) => [e.kind, e.outcome]),
+        [['response', 'rejected']],
+        'the recorded answer stands: no second request, no readback, no "unknown" written over it',
+      );
     },
   );
 });
