@@ -4,10 +4,10 @@
 import { Context, log } from '@temporalio/activity';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
 import { isTerminal, stageAfterStepOutcome } from '../domain/stages.js';
-import { beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
+import { type AttemptBegun, type AttemptIntent, beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
-import { recordEvidence } from '../ledger/progress.js';
-import { readAttempt, readRelease } from '../ledger/trail.js';
+import { ledgerRefusal, recordEvidence } from '../ledger/progress.js';
+import { readAttempt, readAttemptAnswer, readEffect, readRelease } from '../ledger/trail.js';
 import { hostedAdapter, notHostedReason } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import type { AttemptRef } from './effect-activities.js';
@@ -15,6 +15,13 @@ import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 
 /** Time kept back from the activity's deadline for writing the answer after the call. */
 const ANSWER_MARGIN_MS = 1000;
+
+/**
+ * A send begins within this long of its attempt row being asked for, or not at all ("not sent"). The answer
+ * records how long after it the send began (`sendBeganAfterMs`); readback's in-flight window counts from there,
+ * or from this limit when no answer was recorded (the worker died mid-call).
+ */
+export const SEND_START_LIMIT_MS = 2000;
 
 export interface AttemptRequest {
   effectId: string;
@@ -43,7 +50,20 @@ export type AttemptReport =
   /** Nothing written: no release row (an effect approved before releases were made at approval). */
   | { kind: 'unreleased' }
   /** Nothing written: this worker does not host the step's destination; a worker that does must make the attempt. */
-  | { kind: 'not-hosted'; destination: string; reason: string };
+  | { kind: 'not-hosted'; destination: string; reason: string }
+  /** Nothing written: the effect is on another revision than the run's (a person revised it): hand over to it. */
+  | { kind: 'superseded'; revision: number; stage: string | null };
+
+/** What the ledger says of an attempt whose send activity did not finish (recordLostAnswer). */
+export interface LostAnswer {
+  startedAt: string;
+  idempotencyKey: string;
+  attemptId: number;
+  /** The revision the effect is on now: another than the run's means the run must hand over. */
+  effectRevision?: number;
+  /** The provider's answer, when the activity recorded it before its own answer to the workflow was lost. */
+  answer?: SendOutcome;
+}
 
 export function createAttemptActivities({
   db,
@@ -59,11 +79,11 @@ export function createAttemptActivities({
     async attemptOnce(request: AttemptRequest): Promise<AttemptReport> {
       const { info } = Context.current();
       const deadline = Date.now() + info.startToCloseTimeoutMs;
-      const begun = await beginAttempt(
-        db,
-        { ...request, workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow' },
-        Object.keys(destinations),
-      );
+      // The send must begin soon after this (SEND_START_LIMIT_MS), measured on a clock no adjustment moves.
+      const asked = performance.now();
+      const begun = await begin({ ...request, workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow' });
+      if (begun.effectRevision !== null && begun.effectRevision !== request.releaseRevision)
+        return { kind: 'superseded', revision: begun.effectRevision, stage: begun.stage };
       if (begun.fact) return { kind: 'recorded-before', fact: begun.fact };
       if (!begun.release) return { kind: 'unreleased' };
       if (!begun.attempt) {
@@ -89,7 +109,7 @@ export function createAttemptActivities({
         startedAt: begun.attempt.startedAt.toISOString(),
       };
       metrics.attempt(begun.release.destination);
-      const outcome = await sendBeforeDeadline(begun.release, attempt, request.callTimeoutMs, deadline);
+      const outcome = await sendBeforeDeadline(begun.release, attempt, request.callTimeoutMs, deadline, asked);
       metrics.outcome(begun.release.destination, outcome.class);
       // What the logs may say about a call: never the package or the provider's body (detail).
       log.info('attempt answered', {
@@ -123,13 +143,28 @@ export function createAttemptActivities({
     },
 
     /**
-     * The send activity did not finish (timed out, its worker died): what reached the ledger? Records
-     * the attempt's answer as unknown; returns the attempt, or null if its row was never written
-     * (then no request left: intent comes before send).
+     * The send activity did not finish (timed out, its worker died): what reached the ledger? Returns the
+     * attempt, or null if its row was never written (then no request left: intent comes before send). With the
+     * run's revision (v5), it also says which revision the effect is on now, and returns the provider's answer
+     * when the activity recorded it; only an attempt with no answer is recorded as unknown, and only while its
+     * revision is the effect's (a revision's run must not move its effect's stage from an older one).
      */
-    async recordLostAnswer(effectId: string, step: string, attemptNumber: number, reason: string) {
-      const row = await readAttempt(db, effectId, step, attemptNumber);
-      if (!row) return null;
+    async recordLostAnswer(
+      effectId: string,
+      step: string,
+      attemptNumber: number,
+      reason: string,
+      releaseRevision?: number,
+    ): Promise<LostAnswer | null> {
+      const effect = releaseRevision === undefined ? null : await readEffect(db, effectId);
+      const row = await readAttempt(db, effectId, step, attemptNumber, releaseRevision);
+      if (!row) return effect && effect.revision !== releaseRevision ? lost(null, effect.revision) : null;
+      const made = lost(row, effect?.revision);
+      if (effect && effect.revision !== releaseRevision) return made;
+      if (releaseRevision !== undefined) {
+        const answer = await readAttemptAnswer(db, row.attemptId);
+        if (answer) return { ...made, answer };
+      }
       const released = await readRelease(db, effectId, row.releaseRevision, step);
       if (released) metrics.outcome(released.destination, 'unknown');
       await recordEvidence(
@@ -137,9 +172,38 @@ export function createAttemptActivities({
         { effectId, step, attemptId: row.attemptId, kind: 'response', outcome: 'unknown', detail: { reason } },
         'unknown',
       );
-      return { startedAt: row.startedAt.toISOString(), idempotencyKey: row.idempotencyKey, attemptId: row.attemptId };
+      return made;
     },
   };
+
+  /**
+   * beginAttempt, and its answer again when the database refused the write (the attempt trigger saw a revision,
+   * a fact or an attempt that committed after the statement's snapshot): the statement, run anew, sees it and
+   * says so without writing. A refused attempt is never "not sent" left to loop.
+   */
+  async function begin(intent: AttemptIntent): Promise<AttemptBegun> {
+    const hosts = Object.keys(destinations);
+    try {
+      return await beginAttempt(db, intent, hosts);
+    } catch (error) {
+      const refusal = ledgerRefusal(error);
+      if (refusal === undefined) throw error;
+      log.info('attempt refused by the ledger; reading what it holds', { effectId: intent.effectId, refusal });
+      return beginAttempt(db, intent, hosts);
+    }
+  }
+
+  function lost(
+    row: { startedAt: Date; idempotencyKey: string; attemptId: number } | null,
+    effectRevision: number | undefined,
+  ): LostAnswer {
+    return {
+      startedAt: row?.startedAt.toISOString() ?? '',
+      idempotencyKey: row?.idempotencyKey ?? '',
+      attemptId: row?.attemptId ?? 0,
+      ...(effectRevision === undefined ? {} : { effectRevision }),
+    };
+  }
 
   /** Sends only with time for the whole call and the answer's write left; never after the deadline. */
   async function sendBeforeDeadline(
@@ -147,7 +211,17 @@ export function createAttemptActivities({
     attempt: AttemptRef,
     callTimeoutMs: number,
     deadline: number,
+    asked: number,
   ): Promise<SendOutcome> {
+    const since = Math.round(performance.now() - asked);
+    if (since > SEND_START_LIMIT_MS) {
+      return {
+        class: 'not_sent',
+        detail: {
+          reason: `the send could not begin within ${SEND_START_LIMIT_MS} ms of its attempt row (${since} ms): nothing was sent`,
+        },
+      };
+    }
     const left = deadline - Date.now() - ANSWER_MARGIN_MS;
     if (left < callTimeoutMs) {
       return {
@@ -158,12 +232,15 @@ export function createAttemptActivities({
     // beginAttempt wrote no attempt for a destination this worker does not host; this is only a guard.
     const adapter = hostedAdapter(destinations, release.destination);
     if (!adapter) return { class: 'not_sent', detail: { reason: notHostedReason(destinations, release.destination) } };
-    return adapter.send({
+    const began = Math.round(performance.now() - asked);
+    const outcome = await adapter.send({
       effectId: attempt.effectId,
       idempotencyKey: attempt.idempotencyKey,
       operation: release.operation,
       package: release.package,
       timeoutMs: callTimeoutMs,
     });
+    // When the request began to leave, after its row: readback's in-flight window counts from there.
+    return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began } };
   }
 }

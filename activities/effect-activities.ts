@@ -10,7 +10,7 @@ import type { LedgerDb } from '../ledger/db.js';
 import { LedgerInvariantError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { recordAttempt, recordEvidence, releaseEffect } from '../ledger/progress.js';
-import { readEffect, readRelease } from '../ledger/trail.js';
+import { readEffect, readRelease, readReleasedSteps } from '../ledger/trail.js';
 import { requireHosted } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
@@ -31,6 +31,13 @@ export interface ReleaseResult {
   firstAttemptStartedAt: string | null;
 }
 
+/** v5: the revision an effect is on now, its stage, and the key each step of that revision carries. */
+export interface CurrentRelease {
+  revision: number;
+  stage: string;
+  keys: Record<string, string>;
+}
+
 export interface AttemptRef {
   effectId: string;
   step: string;
@@ -48,6 +55,17 @@ function invariantFailure(error: unknown): never {
 
 export function createEffectActivities({ db, destinations, metrics = NO_METRICS }: ActivityDeps) {
   return {
+    /** Where the effect is now: a run that finds itself on an older revision hands over to this one. */
+    async currentRelease(effectId: string): Promise<CurrentRelease> {
+      const [effect, steps] = await Promise.all([readEffect(db, effectId), readReleasedSteps(db, effectId)]);
+      if (!effect) throw ApplicationFailure.nonRetryable(`effect ${effectId} is not in the ledger`, 'EffectNotFound');
+      return {
+        revision: effect.revision,
+        stage: effect.stage,
+        keys: Object.fromEntries(steps.map((s) => [s.step, s.idempotencyKey])),
+      };
+    },
+
     /** prepared → released: fixes the exact package from the approved payload (revision 1). */
     async releaseEffect(effectId: string, step: string): Promise<ReleaseResult> {
       const effect = await readEffect(db, effectId);

@@ -10,8 +10,15 @@ import type {
 } from '../domain/destination-contract.js';
 import { type EffectStage, stageAfterStepFound } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
-import { type DecisionInput, recordDecision, recordEvidence } from '../ledger/progress.js';
-import { lastAttemptStartedAt, readEffect, readRelease } from '../ledger/trail.js';
+import {
+  type DecisionInput,
+  type DecisionTaken,
+  readDecision,
+  recordDecision,
+  recordEvidence,
+} from '../ledger/progress.js';
+import { type InFlightClock, inFlightClock, readEffect, readRelease } from '../ledger/trail.js';
+import { SEND_START_LIMIT_MS } from './attempt-activities.js';
 import { requireHosted } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
@@ -31,7 +38,8 @@ export interface ReadbackTarget {
 
 export type ConfirmOutcome =
   | { accepted: true; externalId: string; externalUrl?: string }
-  | { accepted: false; reason: string };
+  /** `taken`: the decision ID was decided before, by another run (sent again after a continue-as-new): nothing checked or written. */
+  | { accepted: false; reason: string; taken?: DecisionTaken };
 
 export function createReconciliationActivities({
   db,
@@ -42,9 +50,16 @@ export function createReconciliationActivities({
   destinations: Destinations;
   metrics?: EffectMetrics;
 }) {
-  /** Records a decision and counts it under its effect's destination. */
-  async function decided(decision: DecisionInput, stage?: EffectStage): Promise<void> {
-    await recordDecision(db, decision, stage);
+  /** The run deciding: its own retried write is not a repeat of its decision. */
+  const deciderRun = () => Context.current().info.workflowExecution?.runId ?? null;
+
+  /** Records a decision (first under its reference, or what was decided then) and counts a new one. */
+  async function decided(decision: DecisionInput, stage?: EffectStage): Promise<DecisionTaken> {
+    const taken = await recordDecision(db, { ...decision, workflowRunId: deciderRun() }, stage);
+    if (!taken.first) {
+      log.info('decision already taken', { effectId: decision.effectId, decision: decision.kind });
+      return taken;
+    }
     const effect = await readEffect(db, decision.effectId);
     metrics.decision(effect?.destination ?? 'unknown', decision.kind, decision.accepted);
     log.info('decision recorded', {
@@ -53,6 +68,7 @@ export function createReconciliationActivities({
       accepted: decision.accepted,
       actor: decision.actor,
     });
+    return taken;
   }
 
   async function prepare(target: ReadbackTarget) {
@@ -78,26 +94,32 @@ export function createReconciliationActivities({
   }
 
   /**
-   * "Absent" is no proof while our last request may still be processed: until its call timeout plus the
-   * destination's grace have passed, the verdict is inconclusive, with the time it becomes decidable.
+   * "Absent" is no proof while our last request may still be processed: until its call timeout after it began to
+   * leave, plus the destination's grace, the verdict is inconclusive, with the time it becomes decidable. It began
+   * when its recorded answer says (`sendBeganAfterMs` after its attempt row), at the latest SEND_START_LIMIT_MS
+   * after the row (a send begins then or not at all). Judged on the database's clock (the one that stamped the
+   * attempt) at the moment the read began: a read that began inside the window proves nothing, however late it
+   * finished, and a worker whose clock runs ahead shortens no grace.
    */
-  async function withheldWhileInFlight(
+  function withheldWhileInFlight(
     read: ReadbackResult,
     target: ReadbackTarget,
     adapter: DestinationContract,
-  ): Promise<ReadbackResult> {
-    if (read.outcome !== 'absent') return read;
-    const last = await lastAttemptStartedAt(db, target.effectId, target.step);
-    if (!last) return read;
+    clock: InFlightClock,
+  ): ReadbackResult {
+    const last = clock.lastStartedAt;
+    if (read.outcome !== 'absent' || !last) return read;
+    const sent = last.getTime() + (clock.sendBeganAfterMs ?? SEND_START_LIMIT_MS);
     const window = (target.callTimeoutMs ?? adapter.callTimeoutMs) + (target.absenceGraceMs ?? adapter.absenceGraceMs);
-    const until = new Date(last.getTime() + window);
-    if (until.getTime() <= Date.now()) return read;
+    const until = new Date(sent + window);
+    const began = clock.now;
+    if (until.getTime() <= began.getTime()) return read;
     return {
       outcome: 'inconclusive',
       coverage: 'partial',
       detail: {
         ...read.detail,
-        reason: `nothing found yet, but our last request (started ${last.toISOString()}) may still be processed until ${until.toISOString()}`,
+        reason: `nothing found by a read that began at ${began.toISOString()}, but our last request (started ${last.toISOString()}) may still be processed until ${until.toISOString()}`,
         inFlightUntil: until.toISOString(),
       },
     };
@@ -108,12 +130,14 @@ export function createReconciliationActivities({
     async readBack(target: ReadbackTarget): Promise<ReadbackResult> {
       const { adapter, request, destination } = await prepare(target);
       const context = Context.current();
+      // Asked before the read begins: what the read can prove depends on when it began, by the ledger's clock.
+      const clock = await inFlightClock(db, target.effectId, target.step);
       const read = await adapter.readBack({
         ...request,
         signal: context.cancellationSignal,
         onPage: () => context.heartbeat(),
       });
-      const result = await withheldWhileInFlight(read, target, adapter);
+      const result = withheldWhileInFlight(read, target, adapter, clock);
       // Cancelled or past its deadline (the workflow has moved on): a zombie never writes evidence.
       if (context.cancellationSignal.aborted) throw new CancelledFailure('readback cancelled before recording');
       const found = result.outcome === 'found' ? result : undefined;
@@ -149,8 +173,9 @@ export function createReconciliationActivities({
       return result;
     },
 
-    async recordDecision(decision: DecisionInput, stage?: EffectStage): Promise<void> {
-      await decided(decision, stage);
+    /** A decision, once: `first` is false when another run took one under this reference (nothing written). */
+    async recordDecision(decision: DecisionInput, stage?: EffectStage): Promise<DecisionTaken> {
+      return decided(decision, stage);
     },
 
     /**
@@ -164,6 +189,14 @@ export function createReconciliationActivities({
       decision: Extract<Decision, { kind: 'confirm-delivery' }>,
       requestRef: string,
     ): Promise<ConfirmOutcome> {
+      // A decision ID an earlier run took (sent again after a continue-as-new) is that decision: not checked again.
+      const earlier = await readDecision(db, target.effectId, requestRef);
+      if (earlier && earlier.workflowRunId !== deciderRun())
+        return {
+          accepted: false,
+          reason: 'already decided',
+          taken: { first: false, accepted: earlier.accepted, rejectionReason: earlier.rejectionReason },
+        };
       const { adapter, request, destination } = await prepare(target);
       const base: DecisionInput = {
         requestRef,

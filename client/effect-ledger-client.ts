@@ -35,6 +35,7 @@ import {
   type EffectInput,
   type EffectResult,
   type EffectStatus,
+  revisionReleasedSignal,
   type StepInput,
   statusQuery,
 } from '../workflows/contract.js';
@@ -137,8 +138,9 @@ export class EffectLedgerClient {
     const stage = effect.stage as EffectStage;
     if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
 
-    // The same fingerprint means the same plan: the steps approval computed are the ones released.
-    await this.startRun(effect, release.steps);
+    // The same fingerprint means the same plan: the steps approval computed are the ones released (for revision
+    // 1; a revised effect's run reads its latest release's steps and keys from the ledger).
+    await this.startRun(effect, effect.revision > 1 ? undefined : release.steps);
     // The stage as registration read it: not terminal, so no fact existed at that moment.
     return { effectId: effect.effectId, created, stage, fact: null };
   }
@@ -224,29 +226,44 @@ export class EffectLedgerClient {
       ...(steps.length > 1 ? { steps } : {}),
       ...(revised ? { releaseRevision: effect.revision } : {}),
     };
+    const options = {
+      workflowId: effect.effectId,
+      taskQueue: this.options.taskQueue,
+      args: [input] as [EffectInput],
+      // After a closed run (the ledger says it is not finished) start the next.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const,
+      typedSearchAttributes: [
+        { key: effectStageKey, value: effect.stage },
+        { key: effectDestinationKey, value: effect.destination },
+        { key: effectOperationKey, value: effect.operation },
+        { key: effectSummaryKey, value: keywordValue(summary) },
+      ],
+      staticSummary: staticSummaryText(summary),
+      staticDetails: [
+        `**Effect** \`${effect.effectId}\``,
+        '',
+        `- destination: ${effect.destination} (${effect.mechanism}${effect.keyRetentionSeconds ? `, key kept ${effect.keyRetentionSeconds} s` : effect.mechanism === 'transactional' ? ', key kept as long as the object' : ''})`,
+        `- operation: \`${effect.operation}\``,
+        `- approved by ${effect.approvedBy} under ${effect.authorizationRef}`,
+        `- fingerprint \`${effect.fingerprint.slice(0, 16)}…\``,
+      ].join('\n'),
+    };
+    if (revised) {
+      // A revision must reach a run that carries it. An open run may be an older revision's, still closing as
+      // rejected: signalled in the same call that would start one, it cannot close without seeing the signal
+      // (Temporal refuses to complete a run with a signal it has not handled) and hands over to this revision.
+      await this.options.client.workflow.signalWithStart<typeof effectWorkflow, [unknown]>(EFFECT_WORKFLOW_TYPE, {
+        ...options,
+        signal: revisionReleasedSignal,
+        signalArgs: [{ revision: effect.revision }],
+      });
+      return;
+    }
     try {
       await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {
-        workflowId: effect.effectId,
-        taskQueue: this.options.taskQueue,
-        args: [input],
-        // Join an open run; after a closed one (the ledger says it is not finished) start the next.
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        ...options,
+        // Join an open run.
         workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: [
-          { key: effectStageKey, value: effect.stage },
-          { key: effectDestinationKey, value: effect.destination },
-          { key: effectOperationKey, value: effect.operation },
-          { key: effectSummaryKey, value: keywordValue(summary) },
-        ],
-        staticSummary: staticSummaryText(summary),
-        staticDetails: [
-          `**Effect** \`${effect.effectId}\``,
-          '',
-          `- destination: ${effect.destination} (${effect.mechanism}${effect.keyRetentionSeconds ? `, key kept ${effect.keyRetentionSeconds} s` : effect.mechanism === 'transactional' ? ', key kept as long as the object' : ''})`,
-          `- operation: \`${effect.operation}\``,
-          `- approved by ${effect.approvedBy} under ${effect.authorizationRef}`,
-          `- fingerprint \`${effect.fingerprint.slice(0, 16)}…\``,
-        ].join('\n'),
       });
     } catch (error) {
       // Started by someone else between our look and our start: that run carries the effect.
@@ -313,7 +330,16 @@ export class EffectLedgerClient {
   async decide(
     effectId: string,
     decision: DecisionKind,
-    payload: { actor: string; reason: string; externalId?: string; externalUrl?: string; attempt?: number },
+    payload: {
+      actor: string;
+      reason: string;
+      externalId?: string;
+      externalUrl?: string;
+      /** What the decision answers (the status's `decideOn`): refused as stale once the effect moved past it. */
+      step?: string;
+      revision?: number;
+      attempt?: number;
+    },
     /** Names this decision: sent again (after a timeout, say) with the same ID, it is one decision. */
     decisionId: string = randomUUID(),
   ): Promise<DecideResponse> {

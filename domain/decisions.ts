@@ -3,6 +3,7 @@
 // workflow bundle); a payload that fails is recorded as a rejected decision and changes nothing.
 // Text the ledger cannot store (NUL, lone surrogates) is refused here: accepted, it would make the
 // recordDecision activity fail the same way on every retry.
+import { STEP_SOURCE } from './idempotency-key.js';
 import { cutText, shownText, storableText, textProblem } from './storable.js';
 
 export const DECISION_KINDS = ['approve-retry', 'confirm-delivery', 'abandon'] as const;
@@ -13,22 +14,34 @@ export const RECORDED_DECISION_KINDS = [...DECISION_KINDS, 'unrecognised'] as co
 export type RecordedDecisionKind = (typeof RECORDED_DECISION_KINDS)[number];
 
 /**
- * `attempt`, when given, binds the decision to the attempt it answers (the status query and the UI's
- * details show the current one): a decision that arrives after the effect moved on is refused as stale.
+ * What a decision answers, when the person says so (the status query and the UI's details show the current
+ * values): the step waited on, the revision being sent, the attempt. A decision that arrives after the effect
+ * moved on is refused as stale. Without them, a decision answers what the effect awaited when it arrived.
  */
-export type Decision = { actor: string; reason: string; attempt?: number } & (
-  | { kind: 'approve-retry' }
-  | { kind: 'confirm-delivery'; externalId?: string; externalUrl?: string }
-  | { kind: 'abandon' }
-);
+export interface DecisionBinding {
+  step?: string;
+  revision?: number;
+  attempt?: number;
+}
+
+export type Decision = { actor: string; reason: string } & DecisionBinding &
+  (
+    | { kind: 'approve-retry' }
+    | { kind: 'confirm-delivery'; externalId?: string; externalUrl?: string }
+    | { kind: 'abandon' }
+  );
 
 export type ParsedDecision = { ok: true; decision: Decision } | { ok: false; error: string; actor: string };
 
+const BINDING_FIELDS = ['step', 'revision', 'attempt'] as const;
+
 const FIELDS: Record<DecisionKind, readonly string[]> = {
-  'approve-retry': ['actor', 'reason', 'attempt'],
-  'confirm-delivery': ['actor', 'reason', 'externalId', 'externalUrl', 'attempt'],
-  abandon: ['actor', 'reason', 'attempt'],
+  'approve-retry': ['actor', 'reason', ...BINDING_FIELDS],
+  'confirm-delivery': ['actor', 'reason', 'externalId', 'externalUrl', ...BINDING_FIELDS],
+  abandon: ['actor', 'reason', ...BINDING_FIELDS],
 };
+
+const STEP_NAME = new RegExp(STEP_SOURCE);
 
 /** What each signal takes, for descriptions and the README. */
 export const DECISION_EXAMPLES: Record<DecisionKind, string> = {
@@ -37,6 +50,10 @@ export const DECISION_EXAMPLES: Record<DecisionKind, string> = {
     '{"actor": "ops@example.com", "reason": "post is live", "externalId": "post_123", "externalUrl": "https://…"}',
   abandon: '{"actor": "ops@example.com", "reason": "customer cancelled; refund handled by hand"}',
 };
+
+/** How a payload binds a decision to what it answers (descriptions, docs). */
+export const DECISION_BINDING_HINT =
+  'Optional: "step", "revision", "attempt" as Current Details shows them under "Decide on" bind the decision; once the effect has moved past them it is refused as stale. On a multi-step or revised effect an attempt number needs its step and revision.';
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -59,6 +76,27 @@ export function isDecisionKind(value: unknown): value is DecisionKind {
   return typeof value === 'string' && (DECISION_KINDS as readonly string[]).includes(value);
 }
 
+/** The step, revision and attempt a payload says it answers; each optional, each checked. */
+function binding(raw: Record<string, unknown>): DecisionBinding | Error {
+  const { step, revision, attempt } = raw;
+  const bound: DecisionBinding = {};
+  if (step !== undefined) {
+    if (typeof step !== 'string' || !STEP_NAME.test(step))
+      return new Error('step must name the step this decision answers (e.g. "main" or "announce")');
+    bound.step = step;
+  }
+  for (const [field, value] of [
+    ['revision', revision],
+    ['attempt', attempt],
+  ] as const) {
+    if (value === undefined) continue;
+    if (!(Number.isSafeInteger(value) && (value as number) >= 1))
+      return new Error(`${field} must be the number of the ${field} this decision answers (1, 2, …)`);
+    bound[field] = value as number;
+  }
+  return bound;
+}
+
 export function parseDecision(kind: unknown, raw: unknown): ParsedDecision {
   // Who sent a refused payload, as far as it says: storable and cut by code points, whatever it held.
   const actorHint =
@@ -77,10 +115,8 @@ export function parseDecision(kind: unknown, raw: unknown): ParsedDecision {
   for (const value of [actor, reason]) if (value instanceof Error) return fail(value.message);
   if (!actor) return fail('actor is required: who decides (e.g. an email)');
   if (!reason) return fail('reason is required: why');
-  const attempt = raw.attempt;
-  if (attempt !== undefined && !(Number.isSafeInteger(attempt) && (attempt as number) >= 1))
-    return fail('attempt must be the number of the attempt this decision answers (1, 2, …)');
-  const bound = attempt === undefined ? {} : { attempt: attempt as number };
+  const bound = binding(raw);
+  if (bound instanceof Error) return fail(bound.message);
   if (kind !== 'confirm-delivery')
     return { ok: true, decision: { kind, actor: actor as string, reason: reason as string, ...bound } };
   const externalId = text(raw, 'externalId', 200);

@@ -55,6 +55,8 @@ export interface ResponseDetail {
   body?: unknown;
   replayed?: boolean;
   errorCode?: string;
+  /** Set by the send activity: how long after asking for the attempt row the request began to leave (ms). */
+  sendBeganAfterMs?: number;
 }
 
 /**

@@ -3,7 +3,7 @@
 // with the committed migrations, the provider simulator as its own process, and workers built from the same code the worker process runs. stop() removes it all.
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import {
   createDestinations,
   type DestinationSettings,
@@ -59,6 +59,8 @@ export interface WorkerOptions {
   destinations?: Omit<DestinationSettings, 'providerUrl'>;
   /** Adapters other than the registry's, from those settings: a deploy that changed one, say. */
   adapters?: (settings: DestinationSettings) => Destinations;
+  /** Where the worker reaches Temporal (default: the stack's own connection): a proxy in front of it, say. */
+  temporalAddress?: string;
 }
 
 /** The backend client, remembering which effect IDs it was asked to approve (for per-test isolation checks). */
@@ -136,9 +138,11 @@ export async function startStack({
   };
   const effects = new TrackingEffectLedgerClient(baseOptions, approvedEffectIds);
   const workflowBundle = await bundle;
-  const createWorker = (options: WorkerOptions = {}) =>
-    createEffectWorker({
-      connection: env.nativeConnection,
+  /** A worker, and what to close once it stopped (its own connection to Temporal, when it has one). */
+  const createWorker = async (options: WorkerOptions = {}) => {
+    const own = options.temporalAddress ? await NativeConnection.connect({ address: options.temporalAddress }) : null;
+    const worker = await createEffectWorker({
+      connection: own ?? env.nativeConnection,
       namespace: config.namespace,
       taskQueue,
       workflowBundle,
@@ -149,6 +153,8 @@ export async function startStack({
       }),
       effects,
     });
+    return { worker, close: async () => own?.close() };
+  };
 
   return {
     env,
@@ -162,16 +168,16 @@ export async function startStack({
     effectsWith: (options) => new TrackingEffectLedgerClient({ ...baseOptions, ...options }, approvedEffectIds),
     approvedEffectIds,
     async withWorker(fn, options) {
-      const worker = await createWorker(options);
-      return worker.runUntil(fn());
+      const { worker, close } = await createWorker(options);
+      return worker.runUntil(fn()).finally(close);
     },
     async startWorker(options) {
-      const worker = await createWorker(options);
+      const { worker, close } = await createWorker(options);
       const running = worker.run();
       return {
         async stop() {
           worker.shutdown();
-          await running;
+          await running.finally(close);
         },
       };
     },

@@ -20,6 +20,8 @@ export interface AttemptBegun {
   attempt: { attemptId: number; startedAt: Date } | null;
   release: { package: ReleasedPackage; destination: string; operation: string; idempotencyKey: string } | null;
   stage: EffectStage | null;
+  /** The revision the effect is on: an attempt of another one is never written (its run hands over). */
+  effectRevision: number | null;
   /** The highest attempt number the ledger holds for this step (0 for none). */
   highestAttempt: number;
   firstAttemptStartedAt: Date | null;
@@ -34,6 +36,7 @@ interface BeginRow extends Record<string, unknown> {
   operation: string | null;
   idempotency_key: string | null;
   stage: EffectStage | null;
+  effect_revision: number | null;
   highest_attempt: string | null;
   first_started_at: string | null;
   fact_external_id: string | null;
@@ -42,10 +45,11 @@ interface BeginRow extends Record<string, unknown> {
 
 /**
  * Writes attempt N of a step's release revision and moves the effect to `attempted`, in one statement, only
- * if the step is released, the effect not terminal, the step has no fact, and no attempt of that revision
- * numbered N or higher exists (an earlier run's attempt whose outcome this run does not know), and the calling
- * worker hosts the step's destination (an attempt it could not send is never written). The key is the one
- * released with the step. Otherwise writes nothing and says what it found.
+ * if the step is released, the effect is on that revision and not terminal, the step has no fact, no attempt
+ * of that revision numbered N or higher exists (an earlier run's attempt whose outcome this run does not
+ * know), and the calling worker hosts the step's destination (an attempt it could not send is never written).
+ * The key is the one released with the step. Otherwise writes nothing and says what it found. The same
+ * conditions but hosting are the attempt trigger's (0006), which decides when a write races this statement.
  */
 export async function beginAttempt(
   db: LedgerDb,
@@ -65,7 +69,7 @@ export async function beginAttempt(
         : sql`false`;
   const rows = await db.execute<BeginRow>(sql`
     WITH released AS (
-      SELECT r.package, r.destination, r.operation, r.idempotency_key, e.stage
+      SELECT r.package, r.destination, r.operation, r.idempotency_key, e.stage, e.revision AS effect_revision
       FROM releases r JOIN effects e ON e.effect_id = r.effect_id
       WHERE r.effect_id = ${effectId} AND r.revision = ${releaseRevision} AND r.step = ${step}
     ), earlier AS (
@@ -78,6 +82,7 @@ export async function beginAttempt(
       SELECT ${effectId}, ${step}, ${attemptNumber}, released.idempotency_key, ${releaseRevision}, ${workflowRunId}
       FROM released, earlier
       WHERE released.stage NOT IN (${terminal})
+        AND released.effect_revision = ${releaseRevision}
         AND coalesce(earlier.highest, 0) < ${attemptNumber}
         AND NOT EXISTS (SELECT 1 FROM fact)
         AND ${hosted}
@@ -88,7 +93,8 @@ export async function beginAttempt(
       RETURNING 1
     )
     SELECT attempt.attempt_id, attempt.started_at, released.package, released.destination, released.operation,
-           released.idempotency_key, released.stage, earlier.highest AS highest_attempt, earlier.first AS first_started_at,
+           released.idempotency_key, released.stage, released.effect_revision, earlier.highest AS highest_attempt,
+           earlier.first AS first_started_at,
            fact.external_id AS fact_external_id, fact.external_url AS fact_external_url
     FROM earlier
     LEFT JOIN released ON true
@@ -111,6 +117,7 @@ export async function beginAttempt(
           }
         : null,
     stage: row.stage,
+    effectRevision: row.effect_revision === null ? null : Number(row.effect_revision),
     highestAttempt: Number(row.highest_attempt ?? 0),
     firstAttemptStartedAt: row.first_started_at ? new Date(row.first_started_at) : null,
     fact: row.fact_external_id ? { externalId: row.fact_external_id, externalUrl: row.fact_external_url } : null,

@@ -22,12 +22,19 @@ export type ReleaseRow = typeof releases.$inferSelect;
  */
 const REFUSAL_CODES = new Set(['23000', '23514']);
 
-export function refusedByLedger(error: unknown): never {
+/** The database's own words when it refused a write by a trigger or a CHECK; undefined for anything else. */
+export function ledgerRefusal(error: unknown): string | undefined {
   for (let current = error, depth = 0; current && depth < 3; current = (current as Error).cause, depth++) {
     const { code, message } = current as { code?: unknown; message?: unknown };
-    if (typeof code === 'string' && REFUSAL_CODES.has(code))
-      throw new LedgerInvariantError(`the ledger refused the write: ${String(message)}`, { cause: error });
+    if (typeof code === 'string' && REFUSAL_CODES.has(code)) return String(message);
   }
+  return undefined;
+}
+
+export function refusedByLedger(error: unknown): never {
+  const refusal = ledgerRefusal(error);
+  if (refusal !== undefined)
+    throw new LedgerInvariantError(`the ledger refused the write: ${refusal}`, { cause: error });
   throw error;
 }
 
@@ -225,13 +232,33 @@ export interface DecisionInput {
   payload: unknown;
   accepted: boolean;
   rejectionReason?: string | null;
+  /** The run taking it (its own retried write finds its row; another run's row with the reference is a repeat). */
+  workflowRunId?: string | null;
 }
 
-/** A human's decision, accepted or not; with `stage`, moves the effect in the same transaction. */
-export async function recordDecision(db: LedgerDb, decision: DecisionInput, stage?: EffectStage): Promise<void> {
-  await db
+/** What the ledger holds under a decision's reference once the write returns. */
+export interface DecisionTaken {
+  /**
+   * False when another run already took a decision under this reference (a caller's decision ID sent again
+   * after the run continued as new): nothing was written, the stage did not move.
+   */
+  first: boolean;
+  accepted: boolean;
+  rejectionReason: string | null;
+}
+
+/**
+ * A human's decision, accepted or not; with `stage`, moves the effect in the same transaction. The reference is
+ * unique per effect: the database, not a prior read, decides that a decision ID sent twice is one decision.
+ */
+export async function recordDecision(
+  db: LedgerDb,
+  decision: DecisionInput,
+  stage?: EffectStage,
+): Promise<DecisionTaken> {
+  return db
     .transaction(async (tx) => {
-      await tx
+      const inserted = await tx
         .insert(decisions)
         .values({
           ...decision,
@@ -241,9 +268,32 @@ export async function recordDecision(db: LedgerDb, decision: DecisionInput, stag
           reason: storableText(decision.reason),
           payload: { value: storableJson(decision.payload ?? null) },
           rejectionReason: decision.rejectionReason == null ? null : storableText(decision.rejectionReason),
+          workflowRunId: decision.workflowRunId ?? null,
         })
-        .onConflictDoNothing({ target: decisions.requestRef });
-      if (stage) await setStage(tx, decision.effectId, stage);
+        .onConflictDoNothing({ target: [decisions.effectId, decisions.requestRef] })
+        .returning({ accepted: decisions.accepted, rejectionReason: decisions.rejectionReason });
+      let taken: DecisionTaken | undefined = inserted[0] && { first: true, ...inserted[0] };
+      if (!taken) {
+        const [earlier] = await tx
+          .select()
+          .from(decisions)
+          .where(and(eq(decisions.effectId, decision.effectId), eq(decisions.requestRef, decision.requestRef)));
+        if (!earlier) throw new LedgerInvariantError(`decision ${decision.requestRef} conflicted but cannot be read`);
+        // The same run writing again (a retried activity) is this decision, not a repeat of it.
+        const ours = earlier.workflowRunId !== null && earlier.workflowRunId === (decision.workflowRunId ?? null);
+        taken = { first: ours, accepted: earlier.accepted, rejectionReason: earlier.rejectionReason };
+      }
+      if (stage && taken.first) await setStage(tx, decision.effectId, stage);
+      return taken;
     })
     .catch(refusedByLedger);
+}
+
+/** The decision recorded under a reference, if any. */
+export async function readDecision(db: LedgerDb, effectId: string, requestRef: string) {
+  const [row] = await db
+    .select()
+    .from(decisions)
+    .where(and(eq(decisions.effectId, effectId), eq(decisions.requestRef, requestRef)));
+  return row ?? null;
 }

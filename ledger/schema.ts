@@ -272,7 +272,8 @@ export const decisions = pgTable(
   'decisions',
   {
     decisionId: bigserial('decision_id', { mode: 'number' }).primaryKey(),
-    // Which signal or update this row answers (run ID + sequence): a retried write finds its row.
+    // Which signal or update this row answers (run ID + sequence, or `update:<decision ID>`): a retried write
+    // finds its own row, and a decision ID sent again, to this run or a later one, is the same decision.
     requestRef: text('request_ref').notNull(),
     effectId: text('effect_id')
       .notNull()
@@ -284,9 +285,12 @@ export const decisions = pgTable(
     accepted: boolean('accepted').notNull(),
     rejectionReason: text('rejection_reason'),
     decidedAt: timestamp('decided_at', { withTimezone: true }).notNull().defaultNow(),
+    // The run that took it: its own retried write is not a repeat; another run's is (null before 0009).
+    workflowRunId: text('workflow_run_id'),
   },
   (t) => [
-    uniqueIndex('decisions_request_ref_uq').on(t.requestRef),
+    // Per effect: two effects may each be decided under a caller's `ticket-42`.
+    uniqueIndex('decisions_effect_request_ref_uq').on(t.effectId, t.requestRef),
     check('decision_kind_known', sql`${t.kind} IN (${oneOf(RECORDED_DECISION_KINDS)})`),
     check('rejected_decision_says_why', sql`${t.accepted} OR ${t.rejectionReason} IS NOT NULL`),
     check('accepted_decision_has_actor', sql`NOT ${t.accepted} OR length(${t.actor}) BETWEEN 1 AND 200`),

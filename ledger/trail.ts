@@ -1,6 +1,7 @@
 // Reads that answer an operator's questions: how many attempts, which approval, was the provider
 // contacted, which external object is the result, on what evidence.
-import { and, asc, desc, eq, gt, lt, max, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, lt, sql } from 'drizzle-orm';
+import type { ResponseDetail, SendOutcome } from '../domain/destination-contract.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
 import { type EffectStage, isTerminal, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
@@ -146,12 +147,16 @@ export async function readFact(db: LedgerDb, effectId: string): Promise<typeof f
   return fact ?? null;
 }
 
-/** Attempt N of a step of the effect's current revision (the only one a run may add attempts to). */
+/**
+ * Attempt N of a step of `revision` (a run asks for its own), or of the effect's current revision (the only one
+ * a run may add attempts to).
+ */
 export async function readAttempt(
   db: LedgerDb,
   effectId: string,
   step: string,
   attemptNumber: number,
+  revision?: number,
 ): Promise<typeof attempts.$inferSelect | null> {
   const [row] = await db
     .select()
@@ -161,19 +166,81 @@ export async function readAttempt(
         eq(attempts.effectId, effectId),
         eq(attempts.step, step),
         eq(attempts.attemptNumber, attemptNumber),
-        sql`${attempts.releaseRevision} = (SELECT e.revision FROM ${effects} e WHERE e.effect_id = ${effectId})`,
+        revision === undefined
+          ? sql`${attempts.releaseRevision} = (SELECT e.revision FROM ${effects} e WHERE e.effect_id = ${effectId})`
+          : eq(attempts.releaseRevision, revision),
       ),
     );
   return row ?? null;
 }
 
-/** When the latest attempt of an effect's step started: our request may be in flight from then on. */
-export async function lastAttemptStartedAt(db: LedgerDb, effectId: string, step: string): Promise<Date | null> {
+/** The provider's answer to an attempt as the ledger recorded it (with the fact a confirmation wrote), if any. */
+export async function readAttemptAnswer(db: LedgerDb, attemptId: number): Promise<SendOutcome | null> {
   const [row] = await db
-    .select({ at: max(attempts.startedAt) })
-    .from(attempts)
-    .where(and(eq(attempts.effectId, effectId), eq(attempts.step, step)));
-  return row?.at ?? null;
+    .select({ evidence: providerEvidence, fact: facts })
+    .from(providerEvidence)
+    .leftJoin(facts, eq(facts.evidenceId, providerEvidence.evidenceId))
+    .where(and(eq(providerEvidence.attemptId, attemptId), eq(providerEvidence.kind, 'response')));
+  if (!row) return null;
+  const { evidence, fact } = row;
+  const detail = { reason: 'recorded in the ledger', ...(evidence.detail as object) } as ResponseDetail;
+  const httpStatus = evidence.httpStatus ?? undefined;
+  switch (evidence.outcome) {
+    case 'confirmed':
+      // Only with its fact: a confirmation is the fact, written in the same statement.
+      return fact
+        ? {
+            class: 'confirmed',
+            httpStatus: httpStatus ?? 200,
+            externalId: fact.externalId,
+            ...(fact.externalUrl ? { externalUrl: fact.externalUrl } : {}),
+            occurredAt: fact.occurredAt.toISOString(),
+            detail,
+          }
+        : null;
+    case 'rejected':
+      return { class: 'rejected', httpStatus: httpStatus ?? 400, detail };
+    case 'not_sent':
+      return { class: 'not_sent', ...(httpStatus === undefined ? {} : { httpStatus }), detail };
+    case 'unknown':
+      return { class: 'unknown', ...(httpStatus === undefined ? {} : { httpStatus }), detail };
+    default:
+      return null;
+  }
+}
+
+/** What the in-flight window of a step's last request is judged from, all on the database's clock. */
+export interface InFlightClock {
+  /** When the latest attempt of the step started (its row was written): our request may be in flight from then on. */
+  lastStartedAt: Date | null;
+  /** How long after that the request began to leave, when its answer recorded it (null: not known). */
+  sendBeganAfterMs: number | null;
+  /** The database's clock now: asked before a read begins, it is when the read began. */
+  now: Date;
+}
+
+/**
+ * The clock an in-flight window is judged on: the database's, which stamped the attempt (never a worker's, which
+ * may run ahead), read at the moment asked (before a read begins, never after it finished).
+ */
+export async function inFlightClock(db: LedgerDb, effectId: string, step: string): Promise<InFlightClock> {
+  const rows = await db.execute<{ started_at: string | null; send_began_after_ms: string | null; now: string }>(sql`
+    SELECT last.started_at, last.send_began_after_ms, clock_timestamp() AS now
+    FROM (SELECT 1) AS one
+    LEFT JOIN LATERAL (
+      SELECT a.started_at,
+             (SELECT e.detail->>'sendBeganAfterMs' FROM provider_evidence e
+              WHERE e.attempt_id = a.attempt_id AND e.kind = 'response') AS send_began_after_ms
+      FROM attempts a WHERE a.effect_id = ${effectId} AND a.step = ${step}
+      ORDER BY a.started_at DESC LIMIT 1
+    ) AS last ON true`);
+  const row = rows[0];
+  const offset = Number(row?.send_began_after_ms ?? Number.NaN);
+  return {
+    lastStartedAt: row?.started_at ? new Date(row.started_at) : null,
+    sendBeganAfterMs: Number.isFinite(offset) && offset >= 0 ? offset : null,
+    now: new Date(row?.now ?? Number.NaN),
+  };
 }
 
 /** What a reconciler pass needs of an unfinished effect to decide whether to look further. */

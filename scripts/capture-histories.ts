@@ -18,7 +18,7 @@ import {
   previousRunIdOf,
   readHistoryFile,
 } from '../harness/histories/history-file.js';
-import { HISTORY_PATHS } from '../harness/histories/history-paths.js';
+import { HISTORY_PATHS, pathsOfVersion } from '../harness/histories/history-paths.js';
 import { HISTORY_SCENARIOS, type HistoryScenario } from '../harness/histories/history-scenarios.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { effectStageKey } from '../workflows/search-attributes.js';
@@ -36,7 +36,9 @@ const options = new Command('capture-histories')
   .parse()
   .opts<{ only?: string; out: string; check?: boolean }>();
 
-const wanted: readonly string[] = options.only?.split(',').map((p) => p.trim()) ?? HISTORY_PATHS;
+// A path a later version adds (history-paths.ts) is captured from that version on.
+const wanted: readonly string[] =
+  options.only?.split(',').map((p) => p.trim()) ?? pathsOfVersion(EFFECT_WORKFLOW_VERSION);
 const unknownPaths = wanted.filter((p) => !(HISTORY_PATHS as readonly string[]).includes(p));
 if (unknownPaths.length) {
   process.stderr.write(`unknown path(s): ${unknownPaths.join(', ')}; known: ${HISTORY_PATHS.join(', ')}\n`);

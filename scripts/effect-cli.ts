@@ -6,7 +6,7 @@
 //                                  reconciler cannot start one that has no workflow)
 //   effect list --unstartable      effects the ledger reconciler cannot start, whatever their stage, and why
 //   effect decide ID approve-retry|confirm|abandon --actor WHO --reason WHY [--external-id X] [--external-url U]
-//                 [--attempt N] [--decision-id ID]
+//                 [--step S] [--revision R] [--attempt N] [--decision-id ID]
 //   effect revise ID [file|-] --approved-by WHO --reason WHY [--authorization-ref REF]
 //                 a person's new revision of a rejected effect: the file holds {"payload": {…}} (or the payload)
 //   effect audit [--destination D] [--since T]   the ledger against each destination's records and Temporal
@@ -82,6 +82,12 @@ function parseTime(value: string): Date {
   const time = new Date(value);
   if (Number.isNaN(time.getTime())) throw new InvalidArgumentError('expected an ISO time, e.g. 2026-11-30T12:00:00Z');
   return time;
+}
+
+function positive(option: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`${option} takes 1, 2, …`);
+  return n;
 }
 
 function parseStage(value: string): EffectStage {
@@ -209,11 +215,13 @@ export function buildProgram(): Command {
     .requiredOption('--reason <why>', 'why')
     .option('--external-id <id>', 'confirm: the object at the destination')
     .option('--external-url <url>', 'confirm: its URL')
-    .option('--attempt <n>', 'the attempt this answers: refused as stale if the effect has moved on', (v) => {
-      const n = Number(v);
-      if (!Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError('--attempt takes 1, 2, …');
-      return n;
-    })
+    .option('--step <step>', 'the step this answers (a multi-step effect): refused as stale once it settled')
+    .option('--revision <n>', 'the revision this answers (a revised effect): refused as stale once it moved on', (v) =>
+      positive('--revision', v),
+    )
+    .option('--attempt <n>', 'the attempt this answers: refused as stale if the effect has moved on', (v) =>
+      positive('--attempt', v),
+    )
     .option('--decision-id <id>', 'names the decision: run again with the same ID (after a timeout), it counts once')
     .option('--json', 'print JSON')
     .action(
@@ -225,6 +233,8 @@ export function buildProgram(): Command {
           reason: string;
           externalId?: string;
           externalUrl?: string;
+          step?: string;
+          revision?: number;
           attempt?: number;
           decisionId?: string;
           json?: boolean;
@@ -236,7 +246,7 @@ export function buildProgram(): Command {
             `decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`,
           );
         await withSession(async ({ effects }) => {
-          const { externalId, externalUrl, actor, reason, attempt, decisionId } = opts;
+          const { externalId, externalUrl, actor, reason, step, revision, attempt, decisionId } = opts;
           const answer = await effects.decide(
             effectId,
             kind,
@@ -245,6 +255,8 @@ export function buildProgram(): Command {
               reason,
               ...(externalId ? { externalId } : {}),
               ...(externalUrl ? { externalUrl } : {}),
+              ...(step ? { step } : {}),
+              ...(revision ? { revision } : {}),
               ...(attempt ? { attempt } : {}),
             },
             decisionId,
@@ -252,7 +264,8 @@ export function buildProgram(): Command {
           print(
             !!opts.json,
             answer,
-            () => `${answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`,
+            () =>
+              `${answer.repeated ? `${answer.reason}` : answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`,
           );
           if (!answer.accepted) process.exitCode = EXIT.refused;
         });

@@ -10,7 +10,16 @@
 // Each patch is a text match on a small snippet, so it survives a restructuring around it; a snippet
 // that is not found exactly once fails the script loudly (exit 2) before anything runs: fix the patch.
 import { spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -68,6 +77,62 @@ export const BUGS: readonly PlantedBug[] = [
     replace: "class: 'not_sent',\n      detail: { reason: 'timed out waiting for the response",
     tests: ['test/unknown-keyed.test.ts', 'test/unknown-keyless.test.ts'],
   },
+  {
+    name: 'the stale-decision refusal after a retry removed',
+    file: 'workflows/reconcile.ts',
+    find: 'if (resolution === RETRY && run.v3) {',
+    replace: 'if (false && resolution === RETRY && run.v3) {',
+    tests: ['test/unknown-episodes.test.ts'],
+  },
+  {
+    name: 'stepsToGo() returns every step, settled ones included',
+    file: 'workflows/effect-run.ts',
+    find: 'return this.steps.filter((step) => !done.has(step));',
+    replace: 'return [...this.steps];',
+    tests: ['test/multi-step.test.ts'],
+  },
+  {
+    name: 'the stale-decision refusal when a step settles removed',
+    file: 'workflows/reconcile.ts',
+    find: 'if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisions.length && run.decisionsBound()) {',
+    replace: 'if (false) {',
+    tests: ['test/unknown-episodes.test.ts'],
+  },
+  {
+    name: 'a decision applied without its step, revision and episode checked',
+    file: 'workflows/reconcile.ts',
+    find: 'const unbound = run.staleness(queued);',
+    replace: 'const unbound = undefined;',
+    tests: ['test/unknown-episodes.test.ts'],
+  },
+  {
+    name: 'absent judged on the worker’s clock after the read',
+    file: 'activities/reconciliation-activities.ts',
+    find: 'const began = clock.now;',
+    replace: 'const began = new Date();',
+    tests: ['test/in-flight-window.test.ts'],
+  },
+  {
+    name: 'a revision started into the closing rejected run (no signal)',
+    file: 'client/effect-ledger-client.ts',
+    find: 'if (revised) {',
+    replace: 'if (false && revised) {',
+    tests: ['test/revisions.test.ts'],
+  },
+  {
+    name: 'a lost answer not taken from the ledger that holds it',
+    file: 'workflows/attempt.ts',
+    find: 'if (made?.answer && patched(REVISION_HANDOVER_PATCH)) {',
+    replace: 'if (false) {',
+    tests: ['test/revisions.test.ts'],
+  },
+  {
+    name: 'a JetStream 503 (stream full) classified as a refusal',
+    file: 'activities/destinations/nats-jetstream.ts',
+    find: "if (status === 503) return { class: 'not_sent', httpStatus: status, detail };",
+    replace: "if (status === 503) return { class: 'rejected', httpStatus: status, detail };",
+    tests: ['test/real-destinations.test.ts'],
+  },
 ];
 
 interface FileRun {
@@ -113,6 +178,8 @@ function scratchCopy(): string {
     },
   });
   symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(dir, 'node_modules'));
+  // The prebuilt binaries (Temporal CLI, Toxiproxy, Mailpit) the tests start: shared, never copied.
+  if (existsSync(join(ROOT, 'bin'))) symlinkSync(realpathSync(join(ROOT, 'bin')), join(dir, 'bin'));
   return dir;
 }
 

@@ -36,6 +36,11 @@ if [ ${#debs[@]} -gt 0 ]; then
     echo "missing and not installable here (not root or no apt-get): ${debs[*]}" >&2
   fi
 fi
+# libfaketime: a worker process whose clock runs ahead of PostgreSQL's (test/in-flight-window.test.ts).
+if ! command -v faketime >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "installing faketime (libfaketime) from Debian's packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null
+fi
 
 # 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -4,7 +4,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
-import { assertProviderSaw, objectsFor, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
+import {
+  assertProviderSaw,
+  liveStatus,
+  objectsFor,
+  resultOf,
+  socialPostsFor,
+  waitForStage,
+} from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskAnnouncedRequest } from '../harness/sample-requests.js';
 import { waitFor } from '../stack/wait-for.js';
@@ -174,6 +181,64 @@ describe('multi-step effects', () => {
       assert.deepEqual(
         trail.facts.map((f) => f.step),
         ['main', 'announce'],
+      );
+    },
+  );
+
+  test(
+    'continued as new after step 1 settled: the next run carries step 2 only (step 1 is never read back or sent again), and a person decides on step 2',
+    TEST_TIMEOUT,
+    async () => {
+      const id = 'steps:continued';
+      const handsOver = stack.effectsWith({ absenceGraceMs: 0, readbackIntervalMs: 3000, readbacksPerRun: 2 });
+      // The post never reaches the feed: step 2 waits for a person, long enough for the run to continue as new.
+      await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+      await stack.withWorker(async () => {
+        await handsOver.approve(taskAnnouncedRequest(id, 'request-34'));
+        await waitForStage(stack, id, 'unknown', 'a human decision');
+        const { runId: firstRun } = await stack.env.client.workflow.getHandle(id).describe();
+        await waitFor(
+          async () =>
+            (await stack.env.client.workflow.getHandle(id, firstRun).describe()).status.name === 'CONTINUED_AS_NEW',
+          'the first run to continue as new',
+        );
+        const next = await waitFor(async () => {
+          const s = await liveStatus(stack, id);
+          return s.readbacks.length > 2 && s.awaiting?.includes('a human decision') ? s : undefined;
+        }, 'the next run to read back and await a person');
+        assert.equal(next.stage, 'unknown', `the next run shows ${next.stage} while it awaits a person`);
+        assert.equal(next.step, 'announce');
+        assert.deepEqual(
+          next.steps?.map((s) => [s.step, s.state]),
+          [
+            ['main', 'done'],
+            ['announce', 'in_progress'],
+          ],
+        );
+        const decided = await handsOver.decide(id, 'approve-retry', { actor: OPS, reason: 'nothing on the channel' });
+        assert.equal(decided.accepted, true, decided.reason);
+        assert.equal((await resultOf(stack, id)).stage, 'recorded');
+      });
+      // Step 1 stayed as it happened: one request, one answer, never read back.
+      const reads = await stack.simulator.requests({ method: 'GET' });
+      assert.deepEqual(
+        reads.filter((r) => r.path.startsWith('/v1/')).map((r) => r.path),
+        [],
+        'step 1 (the task) was never read back',
+      );
+      await assertProviderSaw(stack, id, { posts: 1, step: 'main' });
+      await assertProviderSaw(stack, id, { posts: 2, step: 'announce' });
+      const { trail } = await effects.status(id);
+      assert.deepEqual(
+        trail.evidence.filter((e) => e.step === 'main').map((e) => [e.kind, e.outcome]),
+        [['response', 'confirmed']],
+      );
+      assert.deepEqual(
+        trail.facts.map((f) => [f.step, f.confirmedBy]),
+        [
+          ['main', 'provider_response'],
+          ['announce', 'provider_response'],
+        ],
       );
     },
   );

@@ -103,6 +103,8 @@ describe('operators in the Temporal Web UI (headless Chromium)', () => {
         await renderedText(page, `${effectId} · social-feed post.publish`);
         await renderedText(page, 'UNKNOWN');
         await renderedText(page, 'Awaiting: a human decision');
+        // What to type to bind a decision to what the operator looked at.
+        await renderedText(page, 'Decide on: attempt 1');
         await page.screenshot({ path: `${artifactsDir}approve-retry-effect.png`, fullPage: true });
         await sendSignal(
           page,

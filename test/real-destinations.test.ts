@@ -4,7 +4,7 @@
 // the workflow's stage. Faults happen at the network boundary; the test removes them, not a clock.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import nodemailer from 'nodemailer';
 import { messageIdFor } from '../activities/destinations/email-smtp.js';
@@ -353,6 +353,36 @@ describe('NATS JetStream', () => {
     assert.equal(await eventsAt('evt:refused'), 1);
     await report('jetstream: refused before send', 'evt:refused', await eventsAt('evt:refused'));
   });
+
+  test(
+    'the stream is full (JetStream API error 10077, status 503): not stored, so not sent; the same key again once there is room; one message',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'evt:full';
+      const jsm = await jetstreamManager(real.nats.connection);
+      // At least one message in the stream (max_msgs 0 would mean no limit), on a subject of its own.
+      await jetstream(real.nats.connection).publish(`${real.subjectPrefix}.filler`, 'filler');
+      const { config, state } = await jsm.streams.info(real.stream);
+      // The stream takes no more messages (it refuses new ones rather than dropping old ones) until the test
+      // gives it room again: a transient refusal by the cluster, not a refusal of our message.
+      await jsm.streams.update(real.stream, { ...config, max_msgs: state.messages, discard: DiscardPolicy.New });
+      try {
+        await withWorker(async () => {
+          await s().effects.approve(event(effectId));
+          assert.equal(await attemptOutcome(effectId, 1), 'not_sent');
+          await jsm.streams.update(real.stream, config);
+          assert.equal((await resultOf(s(), effectId)).stage, 'recorded');
+        });
+      } finally {
+        await jsm.streams.update(real.stream, config).catch(() => undefined);
+      }
+      assert.equal(await eventsAt(effectId), 1);
+      const { trail } = await ledgerPath(effectId);
+      assert.match(JSON.stringify(trail.evidence[0]?.detail), /10077/);
+      const path = await report('jetstream: stream full', effectId, await eventsAt(effectId));
+      assert.match(path, /^attempted → not_sent → (not_sent → )*confirmed → recorded$/);
+    },
+  );
 });
 
 describe('orders table in another PostgreSQL database', () => {

@@ -17,7 +17,7 @@ import {
   pathOf,
   readHistoryFile,
 } from '../harness/histories/history-file.js';
-import { HISTORY_PATHS } from '../harness/histories/history-paths.js';
+import { pathsOfVersion } from '../harness/histories/history-paths.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { CONTINUE_AS_NEW_PATCH, ONE_ACTIVITY_ATTEMPT_PATCH } from '../workflows/patches.js';
 import { EFFECT_WORKFLOW_VERSION } from '../workflows/version.js';
@@ -77,7 +77,7 @@ describe('replay of recorded histories', () => {
       .map(parseHistoryFileName)
       .filter((p) => p?.version === EFFECT_WORKFLOW_VERSION)
       .map((p) => p!.name);
-    const missing = HISTORY_PATHS.filter((path) => !current.includes(path));
+    const missing = pathsOfVersion(EFFECT_WORKFLOW_VERSION).filter((path) => !current.includes(path));
     assert.deepEqual(missing, [], `capture them with: npm run capture-histories`);
     const newer = files.filter((f) => parseHistoryFileName(f)!.version > EFFECT_WORKFLOW_VERSION);
     assert.deepEqual(newer, [], 'histories from a workflow version newer than the code');

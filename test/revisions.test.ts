@@ -5,28 +5,136 @@
 // revision, a move out of `rejected` without a revision.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { assertProviderSaw, objectsFor, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
+import { defaultPayloadConverter } from '@temporalio/common';
+import {
+  assertProviderSaw,
+  liveStatus,
+  objectsFor,
+  resultOf,
+  socialPostsFor,
+  waitForStage,
+} from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest } from '../harness/sample-requests.js';
 import { RevisionRefusedError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { readRevisions } from '../ledger/revision.js';
-import { readTrail } from '../ledger/trail.js';
+import { readEffect, readTrail } from '../ledger/trail.js';
+import { arriveAtBarrier, startBarrier } from '../stack/barrier.js';
+import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
+import { waitFor } from '../stack/wait-for.js';
+import { EFFECT_WORKFLOW_TYPE, type EffectInput } from '../workflows/contract.js';
 import { runCli } from './support/cli.js';
 import { isolateEachTest, leftOpenOnPurpose, TEST_TIMEOUT } from './support/isolation.js';
 
 const OPS = { approvedBy: 'ops@example.com', authorizationRef: 'REFUND-POLICY-7', reason: 'the amount was mistyped' };
 const refund = (amount: number, charge = 'ch_1001') => ({ charge, amount, currency: 'EUR' });
+/** Held answers wait until the test releases them (or the provider is reset after the test). */
+const HOLD_MS = 600_000;
 
 describe('revisions of a refused effect', () => {
   let stack: Stack;
   let effects: Stack['effects'];
+  let toxiproxy: ToxiproxyServer;
+  /** The worker's own way to Temporal: a proxy that can hold what the worker says until the test lets it go. */
+  let temporalLink: Awaited<ReturnType<ToxiproxyServer['proxy']>>;
   before(async () => {
-    stack = await startStack();
+    // Each assigned as it starts: after() stops whatever did, even when the other failed.
+    await Promise.all([startStack().then((s) => (stack = s)), startToxiproxy().then((t) => (toxiproxy = t))]);
     effects = stack.effectsWith({ absenceGraceMs: 0 });
+    temporalLink = await toxiproxy.proxy('temporal', stack.env.address);
   });
-  after(() => stack?.stop());
+  after(() => Promise.allSettled([stack?.stop(), toxiproxy?.stop()]));
   isolateEachTest(() => stack);
+
+  /** Holds what the worker sends to Temporal (activity answers, workflow task answers) until heal(). */
+  const partition = () =>
+    temporalLink.proxy.addToxic({
+      name: 'worker-to-temporal-held',
+      type: 'latency',
+      stream: 'upstream',
+      toxicity: 1,
+      // Far longer than any test: removing the toxic lets every held byte through at once.
+      attributes: { latency: HOLD_MS, jitter: 0 },
+    });
+  const heal = () => toxiproxy.client.reset();
+
+  /**
+   * A refund the keyed API refuses (HTTP 400), whose run is still open when the ledger already says
+   * `rejected`: the worker recorded the refusal, but its answer to Temporal is held (a network partition
+   * between the worker and Temporal). Then two operators revise it at once, released by a barrier, as the
+   * rejected run is closing. `answerLost`: the partition outlasts the send activity's timeout, so the run
+   * never hears the answer the ledger holds (the chaos seed 913370001 path). Returns the workflow's result
+   * (followed through continue-as-new), or the live view when it did not close in time.
+   */
+  async function revisedWhileClosing(id: string, answerLost: boolean, revise = true) {
+    const closing = stack.effectsWith({ absenceGraceMs: 0, callTimeoutMs: 3000 });
+    // The provider refuses at once (the amount is validated first) and holds its answer until the test lets it go.
+    await stack.simulator.fault('delay_after_commit', { path: '/v1/objects', delayMs: HOLD_MS });
+    return stack.withWorker(
+      async () => {
+        await closing.approve(refundRequest(id, -40));
+        await waitFor(
+          async () => (await stack.simulator.requests({ method: 'POST' })).some((r) => r.fate === 'pending'),
+          'the refund to be held at the provider',
+        );
+        await partition();
+        try {
+          assert.equal(await stack.simulator.releaseDelays(), 1, 'the provider answers 400 now');
+          await waitFor(
+            async () => (await readEffect(stack.ledger.db, id))?.stage === 'rejected',
+            'the ledger to record the refusal',
+          );
+          const handle = stack.env.client.workflow.getHandle(id);
+          assert.equal((await handle.describe()).status.name, 'RUNNING', 'the rejected run is still open');
+          if (revise) {
+            const barrier = await startBarrier(2);
+            const revised = await Promise.all(
+              [0, 1].map(async () => {
+                await arriveAtBarrier(barrier.address);
+                return closing.revise(id, { payload: refund(4000), ...OPS });
+              }),
+            ).finally(() => barrier.close());
+            assert.deepEqual(revised.map((r) => [r.revision, r.created]).sort(), [
+              [2, false],
+              [2, true],
+            ]);
+          }
+          if (answerLost)
+            await waitFor(
+              async () =>
+                ((await handle.fetchHistory()).events ?? []).some((e) => e.activityTaskTimedOutEventAttributes),
+              'the send activity to time out at Temporal',
+            );
+        } finally {
+          await heal();
+        }
+        return resultOf(stack, id, 60_000).catch(async (error: unknown) => {
+          const live = await liveStatus(stack, id).catch(() => null);
+          throw new Error(`${id} did not settle: ${String(error)}; the open run shows ${JSON.stringify(live)}`);
+        });
+      },
+      { temporalAddress: `127.0.0.1:${temporalLink.port}` },
+    );
+  }
+
+  /** Revision 2 was carried: one object, revision 2's body, one attempt per revision, each under its own key. */
+  async function sentOnceAsRevision2(id: string) {
+    const trail = await readTrail(stack.ledger.db, id);
+    assert.ok(trail);
+    assert.deepEqual([trail.effect.stage, trail.effect.revision], ['recorded', 2]);
+    assert.deepEqual(
+      trail.attempts.map((a) => [a.releaseRevision, a.attemptNumber, a.idempotencyKey]),
+      [
+        [1, 1, id],
+        [2, 1, `${id}#r2`],
+      ],
+    );
+    const objects = await objectsFor(stack, id);
+    assert.equal(objects.length, 1);
+    assert.equal(objects[0]?.body_sha256, trail.releases.find((r) => r.revision === 2)?.bodySha256);
+    await assertProviderSaw(stack, id, { posts: 2 });
+  }
 
   /** A refund the keyed API refuses (HTTP 400: a non-positive amount): rejected, nothing at the provider. */
   async function refusedRefund(id: string) {
@@ -302,6 +410,80 @@ describe('revisions of a refused effect', () => {
           key,
         );
       assert.deepEqual(await ledgerRows(id), before);
+    },
+  );
+
+  // After the audit above (it reads the whole ledger, and the provider is fresh for each test).
+  test(
+    'two revisions at once while the rejected run is closing: a run of revision 2 sends it, once (revise never leaves it to the reconciler)',
+    TEST_TIMEOUT,
+    async () => {
+      const id = 'rev:closing';
+      const result = await revisedWhileClosing(id, false);
+      assert.equal(result.stage, 'recorded', `the workflow ended ${result.stage}: ${result.reason}`);
+      await sentOnceAsRevision2(id);
+    },
+  );
+
+  test(
+    'two revisions at once while the rejected run has lost its answer: the run on revision 1 learns the refusal from the ledger and hands over; never "not sent" for good',
+    TEST_TIMEOUT,
+    async () => {
+      const id = 'rev:answer-lost';
+      const result = await revisedWhileClosing(id, true);
+      assert.equal(result.stage, 'recorded', `the workflow ended ${result.stage}: ${result.reason}`);
+      await sentOnceAsRevision2(id);
+    },
+  );
+
+  test(
+    'a run started on a revision the effect has moved past (a client that read the effect before the revision) hands over to the current one; its refused attempt is never "not sent"',
+    TEST_TIMEOUT,
+    async () => {
+      const id = 'rev:stale-start';
+      await refusedRefund(id);
+      // The first run's own input: what a client that read the effect before the revision would start.
+      const first = stack.env.client.workflow.getHandle(id);
+      let input: EffectInput | undefined;
+      for (const event of (await first.fetchHistory()).events ?? []) {
+        const payload = event.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+        if (payload) input = defaultPayloadConverter.fromPayload<EffectInput>(payload);
+      }
+      assert.ok(input && input.releaseRevision === undefined, 'the approval ran revision 1');
+      // Revised with no worker polling: its run has not sent anything yet when the stale start takes its place.
+      await effects.revise(id, { payload: refund(4000), ...OPS });
+      await first.terminate('an operator ended the revision’s run before it sent');
+      await stack.env.client.workflow.start(EFFECT_WORKFLOW_TYPE, {
+        workflowId: id,
+        taskQueue: stack.taskQueue,
+        args: [input],
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      });
+      const result = await stack.withWorker(() =>
+        resultOf(stack, id, 60_000).catch(async (error: unknown) => {
+          const live = await liveStatus(stack, id).catch(() => null);
+          throw new Error(`${id} did not settle: ${String(error)}; the open run shows ${JSON.stringify(live)}`);
+        }),
+      );
+      assert.equal(result.stage, 'recorded', `the workflow ended ${result.stage}: ${result.reason}`);
+      await sentOnceAsRevision2(id);
+    },
+  );
+
+  test(
+    'a refusal whose answer is lost to its run (the send activity timed out after recording it): the run takes the answer from the ledger: rejected, one request, no readback',
+    TEST_TIMEOUT,
+    async () => {
+      const id = 'rev:lost-refusal';
+      const result = await revisedWhileClosing(id, true, false);
+      assert.equal(result.stage, 'rejected');
+      await assertProviderSaw(stack, id, { posts: 1 });
+      const trail = await readTrail(stack.ledger.db, id);
+      assert.deepEqual(
+        trail?.evidence.map((e) => [e.kind, e.outcome]),
+        [['response', 'rejected']],
+        'the recorded answer stands: no second request, no readback, no "unknown" written over it',
+      );
     },
   );
 });

@@ -14,7 +14,7 @@ import {
 } from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
-import { NOT_HOSTED_PATCH } from './patches.js';
+import { NOT_HOSTED_PATCH, NOT_SENT_CARRIED_PATCH, REVISION_HANDOVER_PATCH } from './patches.js';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
 export function backoffMs(n: number, retryAfterMs?: number): number {
@@ -60,11 +60,16 @@ export async function pauseBeforeResend(
     await sleep(pause);
     return undefined;
   }
+  // The pause is a decision window of its own (v5): what was queued before it answered something else.
+  run.episode += 1;
+  if (run.decisions.length && run.decisionsBound())
+    await run.refuseStale('stale: it answered an earlier wait; the effect is pausing to resend');
   run.resendPending = true;
   await condition(() => run.decisions.length > 0, pause);
   run.resendPending = false;
   const abandon = run.decisions.shift();
-  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver();
+  // v5: the next run goes on resending; before, it started in UNKNOWN and read back.
+  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver(patched(NOT_SENT_CARRIED_PATCH));
   return abandon;
 }
 
@@ -92,7 +97,9 @@ export type AttemptEnd =
   | SendOutcome
   | { class: 'recorded-before'; externalId: string; externalUrl: string | null }
   | { class: 'ended-before'; stage: EffectStage }
-  | NotHosted;
+  | NotHosted
+  /** v5: the effect is on a later revision than this run's: the run hands over to it. */
+  | { class: 'superseded'; revision: number };
 
 /** The worker that took the attempt does not host the step's destination: nothing was written or sent. */
 export interface NotHosted {
@@ -128,6 +135,9 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
       case 'unreleased':
         await ledger.releaseEffect(input.effectId, MAIN_STEP);
         continue;
+      case 'superseded':
+        if (patched(REVISION_HANDOVER_PATCH)) return { class: 'superseded', revision: report.revision };
+        continue;
       case 'recorded-before':
         return { class: 'recorded-before', ...report.fact };
       case 'earlier-attempts':
@@ -161,11 +171,34 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
   }
 }
 
-/** The send activity did not finish. With no attempt row nothing left (intent before send); else UNKNOWN. */
-async function lostAnswer(run: EffectRun, reason: string): Promise<SendOutcome> {
+/**
+ * The send activity did not finish. With no attempt row nothing left (intent before send); else UNKNOWN, unless
+ * (v5) the ledger holds the answer the activity recorded, or the effect has moved on to a later revision.
+ */
+async function lostAnswer(run: EffectRun, reason: string): Promise<AttemptEnd> {
   const { input } = run;
-  const made = await ledger.recordLostAnswer(input.effectId, run.step, run.attemptNumber, reason);
-  if (!made) {
+  const made = await ledger.recordLostAnswer(input.effectId, run.step, run.attemptNumber, reason, run.releaseRevision);
+  if (
+    made?.effectRevision !== undefined &&
+    made.effectRevision !== run.releaseRevision &&
+    patched(REVISION_HANDOVER_PATCH)
+  )
+    return { class: 'superseded', revision: made.effectRevision };
+  if (made?.answer && patched(REVISION_HANDOVER_PATCH)) {
+    run.firstAttemptAt ??= made.startedAt;
+    run.view.addAttempt({
+      attemptNumber: run.attemptNumber,
+      idempotencyKey: made.idempotencyKey,
+      startedAt: made.startedAt,
+    });
+    run.view.settleAttempt(
+      run.attemptNumber,
+      made.answer.class,
+      `${made.answer.detail.reason} (${reason}; the ledger holds the answer)`,
+    );
+    return made.answer;
+  }
+  if (!made?.idempotencyKey) {
     run.attemptNumber -= 1;
     return {
       class: 'not_sent',

@@ -1,7 +1,7 @@
 // The effect workflow's contract: its input, its result, its status query. Declared once here; the
 // workflow, the client and the tests import these same constants.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { DECISION_EXAMPLES, type DecisionKind } from '../domain/decisions.js';
+import { DECISION_BINDING_HINT, DECISION_EXAMPLES, type DecisionKind } from '../domain/decisions.js';
 import type { Coverage, OutcomeClass, ReadbackOutcome } from '../domain/outcomes.js';
 import type { EffectStage } from '../domain/stages.js';
 
@@ -63,6 +63,8 @@ export interface CarriedState {
   runsBefore: number;
   /** v4, multi-step: the steps and how far each got; the first one not done is the one awaited. */
   steps?: StepView[];
+  /** v5: the previous run was pausing after "not sent": this run sends again (same key), it does not read back. */
+  resendPending?: boolean;
 }
 
 /** One outbound step of a multi-step effect, as the status and the UI show it. */
@@ -102,6 +104,11 @@ export interface EffectStatus {
   /** Multi-step effects: the step being carried now (the one the effect waits on), and every step. */
   step?: string;
   steps?: StepView[];
+  /**
+   * While a person's decision is awaited: what it answers, to type into the payload to bind it (step, revision,
+   * attempt). A decision that arrives once the effect has moved past them is refused as stale.
+   */
+  decideOn?: { step: string; revision: number; attempt: number };
 }
 
 export interface ReadbackView {
@@ -138,10 +145,19 @@ export const confirmDeliverySignal = defineSignal<[unknown]>('confirm-delivery')
 export const abandonSignal = defineSignal<[unknown]>('abandon');
 
 export const decisionSignalDescriptions: Record<DecisionKind, string> = {
-  'approve-retry': `Retry the provider call with the SAME idempotency key (only while UNKNOWN). Payload: ${DECISION_EXAMPLES['approve-retry']}`,
-  'confirm-delivery': `The effect did happen: record it with evidence (checked against the destination where possible). Payload: ${DECISION_EXAMPLES['confirm-delivery']}`,
-  abandon: `Give up on this effect; nothing more is sent. Payload: ${DECISION_EXAMPLES.abandon}`,
+  'approve-retry': `Retry the provider call with the SAME idempotency key (only while UNKNOWN). Payload: ${DECISION_EXAMPLES['approve-retry']}. ${DECISION_BINDING_HINT}`,
+  'confirm-delivery': `The effect did happen: record it with evidence (checked against the destination where possible). Payload: ${DECISION_EXAMPLES['confirm-delivery']}. ${DECISION_BINDING_HINT}`,
+  abandon: `Give up on this effect; nothing more is sent. Payload: ${DECISION_EXAMPLES.abandon}. ${DECISION_BINDING_HINT}`,
 };
+
+/**
+ * Sent by effect-ledger's client when a person revised the refused effect (README, "Revisions"), with the effect
+ * (re)started if no run is open: the run reads the ledger and, when it is on an older revision, hands the effect
+ * to a run of the current one. It changes nothing by itself; an operator never needs to send it.
+ */
+export const revisionReleasedSignal = defineSignal<[unknown]>('revision-released');
+export const revisionReleasedSignalDescription =
+  'Sent by effect-ledger when a person revised the refused effect: the run checks the ledger and hands over to the new revision. Operators need not send it; it changes nothing by itself. Payload: {"revision": 2}';
 
 /** The same decisions as an update, so a caller gets an answer; the validator refuses bad payloads. */
 export interface DecideRequest {
@@ -153,8 +169,11 @@ export interface DecideResponse {
   accepted: boolean;
   stage: EffectStage;
   reason?: string;
+  /** v5: this decision ID was taken before (by an earlier run): `accepted` is what was decided then; nothing new was done. */
+  repeated?: boolean;
 }
 
 export const decideUpdate = defineUpdate<DecideResponse, [DecideRequest]>('decide');
 export const decideUpdateDescription =
-  'Decide on an UNKNOWN effect and get an answer: {"decision": "approve-retry" | "confirm-delivery" | "abandon", "actor": "…", "reason": "…", "externalId"?: "…", "externalUrl"?: "…"}';
+  'Decide on an UNKNOWN effect and get an answer: {"decision": "approve-retry" | "confirm-delivery" | "abandon", "actor": "…", "reason": "…", "externalId"?: "…", "externalUrl"?: "…", "step"?: "…", "revision"?: 1, "attempt"?: 1}. ' +
+  DECISION_BINDING_HINT;

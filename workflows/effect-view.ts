@@ -22,13 +22,14 @@ export class EffectView {
   private current: EffectStatus;
   private readonly runsBefore: number;
 
-  constructor(input: EffectInput) {
+  /** `resumeSending`: the previous run handed over while pausing after "not sent" (v5): this one sends again. */
+  constructor(input: EffectInput, resumeSending = false) {
     const carried = input.carried;
     this.runsBefore = carried?.runsBefore ?? 0;
     this.current = {
       effectId: input.effectId,
       // A run that continues a long wait starts where the last one stopped: a run boundary is not a stage.
-      stage: carried ? 'unknown' : 'prepared',
+      stage: carried ? (resumeSending ? 'attempted' : 'unknown') : 'prepared',
       destination: input.destination,
       operation: input.operation,
       summary: input.summary,
@@ -83,7 +84,7 @@ export class EffectView {
   }
 
   /** What the next run needs to go on showing and deciding as this one did. */
-  carry(automaticRetries: number): CarriedState {
+  carry(automaticRetries: number, resendPending = false): CarriedState {
     const { attempts, readbacks, decisions } = this.status();
     return {
       attempts,
@@ -92,7 +93,15 @@ export class EffectView {
       automaticRetries,
       runsBefore: this.runsBefore + 1,
       ...(this.current.steps ? { steps: this.current.steps } : {}),
+      ...(resendPending ? { resendPending } : {}),
     };
+  }
+
+  /** While a person is awaited: the step, revision and attempt a decision answers (what to type to bind it). */
+  decideOn(): EffectStatus['decideOn'] {
+    if (this.current.stage !== 'unknown') return undefined;
+    const attempt = Math.max(0, ...this.stepAttempts().map((a) => a.attemptNumber));
+    return { step: this.step, revision: this.current.revision ?? 1, attempt };
   }
 
   get stage(): EffectStage {
@@ -142,7 +151,25 @@ export class EffectView {
   }
 
   status(): EffectStatus {
-    return JSON.parse(JSON.stringify(this.current)) as EffectStatus;
+    const decideOn = this.decideOn();
+    return JSON.parse(JSON.stringify(decideOn ? { ...this.current, decideOn } : this.current)) as EffectStatus;
+  }
+
+  /** The Current Details line that says what a decision answers and how to bind it. */
+  private decideOnLine(): string {
+    const on = this.decideOn();
+    if (!on) return '';
+    const fields = [
+      ...(this.current.steps ? [`"step": "${on.step}"`] : []),
+      ...(on.revision > 1 ? [`"revision": ${on.revision}`] : []),
+      `"attempt": ${on.attempt}`,
+    ];
+    const what = [
+      ...(this.current.steps ? [`step \`${on.step}\``] : []),
+      ...(on.revision > 1 ? [`revision ${on.revision}`] : []),
+      `attempt ${on.attempt}`,
+    ];
+    return `Decide on: ${what.join(' · ')} (add ${fields.join(', ')} to your payload to bind your decision to it).`;
   }
 
   /** Markdown for the Web UI's "current details". */
@@ -152,6 +179,7 @@ export class EffectView {
       `**${s.stage.toUpperCase()}** · ${s.destination} \`${s.operation}\` · ${s.summary}`,
       '',
       s.awaiting ? `Awaiting: ${s.awaiting}` : '',
+      this.decideOnLine(),
       s.revision
         ? `Revision ${s.revision}: a person's revision of the refused effect (\`effect status\` lists every one).`
         : '',

@@ -41,8 +41,11 @@ export async function effectWorkflow(input: EffectInput): Promise<EffectResult> 
  * its last step, rejected, abandoned); a step before the last returns a non-terminal stage once settled.
  */
 async function carryStep(run: EffectRun): Promise<EffectResult> {
+  // v5: the run before paused after "not sent" and handed over: nothing is in flight, so this one sends again.
+  const resumesSending = run.resumesSending;
+  run.resumesSending = false;
   // An earlier run started attempts and left no outcome we trust: read back, never a blind second write.
-  if (run.attemptNumber > 0) {
+  if (run.attemptNumber > 0 && !resumesSending) {
     if (!run.input.carried) {
       run.move('attempted');
       run.move('unknown');
@@ -64,6 +67,8 @@ async function carryStep(run: EffectRun): Promise<EffectResult> {
         return run.result('the ledger already held this effect’s fact');
       case 'ended-before':
         return { ...run.result(`an earlier run ended this effect ${outcome.stage}`), stage: outcome.stage };
+      case 'superseded':
+        return run.handOverToRevision(run.result(`the effect is on revision ${outcome.revision}`));
       case 'rejected':
         run.move('rejected');
         return run.result(outcome.detail.reason);

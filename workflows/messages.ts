@@ -11,10 +11,12 @@ import {
   decideUpdate,
   decideUpdateDescription,
   decisionSignalDescriptions,
+  revisionReleasedSignal,
+  revisionReleasedSignalDescription,
   statusQuery,
   statusQueryDescription,
 } from './contract.js';
-import type { EffectRun } from './effect-run.js';
+import type { EffectRun, QueuedDecision } from './effect-run.js';
 
 /** Why a decision cannot be taken now, or undefined: UNKNOWN takes any; a pause after "not sent" takes abandon. */
 function notAwaiting(run: EffectRun, kind: DecisionKind): string | undefined {
@@ -23,14 +25,27 @@ function notAwaiting(run: EffectRun, kind: DecisionKind): string | undefined {
   return `not awaiting a decision: the effect is ${run.stage}`;
 }
 
+/** What a decision arriving now answers: the episode, and the step and revision being carried. */
+function arrivedNow(run: EffectRun): Pick<QueuedDecision, 'episode' | 'step' | 'revision'> {
+  return { episode: run.episode, step: run.step, revision: run.releaseRevision };
+}
+
 export function handleMessages(run: EffectRun): void {
   const onDecision = (kind: DecisionKind) => async (payload: unknown) => {
     const parsed = parseDecision(kind, payload);
     if (!parsed.ok) return run.refuse(kind, parsed.actor, payload, parsed.error);
     const refusal = notAwaiting(run, kind);
     if (refusal) return run.refuse(kind, parsed.decision.actor, payload, refusal);
-    run.decisions.push({ ref: run.nextRef(), episode: run.episode, decision: parsed.decision });
+    run.decisions.push({ ref: run.nextRef(), ...arrivedNow(run), decision: parsed.decision });
   };
+  // The client's word that a person revised the refused effect: the run checks the ledger before it trusts it.
+  setHandler(
+    revisionReleasedSignal,
+    () => {
+      run.revisionSignals += 1;
+    },
+    { description: revisionReleasedSignalDescription },
+  );
 
   // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped.
   setDefaultSignalHandler((name, ...args) =>
@@ -58,7 +73,7 @@ export function handleMessages(run: EffectRun): void {
       const updateId = currentUpdateInfo()?.id;
       const ref = updateId ? `update:${updateId}` : run.nextRef();
       return new Promise<DecideResponse>((answer) =>
-        run.decisions.push({ ref, episode: run.episode, decision: parsed.decision, answer }),
+        run.decisions.push({ ref, ...arrivedNow(run), decision: parsed.decision, answer }),
       );
     },
     {

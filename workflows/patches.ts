@@ -19,3 +19,21 @@ export const MULTI_STEP_PATCH = 'multi-step-effects';
  * which no earlier history holds.
  */
 export const NOT_HOSTED_PATCH = 'wait-for-a-worker-that-hosts-the-destination';
+
+/**
+ * v5: a decision answers the step, revision and UNKNOWN episode (or not-sent pause) it arrived in, and is refused
+ * as stale, with the reason recorded, once that is over: when its step settles as well as when its episode ends
+ * in a retry, and whenever it is dequeued later. A pause before a resend takes only an abandon. A decision ID sent
+ * again after a continue-as-new finds its decision in the ledger and is answered, not applied twice.
+ */
+export const DECISIONS_BOUND_PATCH = 'decisions-bound-to-their-step-and-episode';
+
+/**
+ * v5: a run that learns the effect is on a later revision than its own (its attempt refused by the ledger, a
+ * lost answer, a revision signalled while it closes as rejected) continues as new on the current revision
+ * instead of looping or closing; a lost answer the ledger holds is taken from the ledger.
+ */
+export const REVISION_HANDOVER_PATCH = 'runs-hand-over-to-the-current-revision';
+
+/** v5: a run that continues as new while pausing after "not sent" hands the pause over: the next run sends again. */
+export const NOT_SENT_CARRIED_PATCH = 'not-sent-pause-carried-across-continue-as-new';

@@ -4,6 +4,8 @@
 // by a fresh readback that records the object instead when it turns up. Ends in a result, or in RETRY.
 import { allHandlersFinished, condition, patched, sleep } from '@temporalio/workflow';
 import type { ReadbackResult } from '../domain/destination-contract.js';
+import { isTerminal } from '../domain/stages.js';
+import type { DecisionTaken } from '../ledger/progress.js';
 import { ledger, readback } from './activity-proxies.js';
 import { backoffMs } from './attempt.js';
 import type { EffectResult } from './contract.js';
@@ -23,6 +25,12 @@ export async function reconcile(run: EffectRun): Promise<Resolution> {
   if (resolution === RETRY && run.v3) {
     await run.refuseStale(
       `stale: it answered UNKNOWN episode ${run.episode}, which ended in a retry; send it again if it still holds`,
+    );
+  }
+  // v5: nor to the next step, once this one settled (a terminal result answers them in finish()).
+  if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisions.length && run.decisionsBound()) {
+    await run.refuseStale(
+      `stale: it answered step ${run.step}, which is settled; decide again on the next step if it needs you`,
     );
   }
   return resolution;
@@ -132,28 +140,55 @@ function readbackInterval(run: EffectRun): number {
 export async function applyDecision(run: EffectRun, queued: QueuedDecision): Promise<Resolution | undefined> {
   const { input, view } = run;
   const { ref, decision, answer } = queued;
-  const respond = (accepted: boolean, reason?: string) => answer?.({ accepted, stage: view.stage, reason });
-  if (run.v3 && decision.attempt !== undefined && decision.attempt !== run.attemptNumber) {
-    const why = `stale: it answers attempt ${decision.attempt}; the effect is on attempt ${run.attemptNumber}`;
-    await run.refuse(decision.kind, decision.actor, decision, why);
-    respond(false, why);
+  const respond = (accepted: boolean, reason?: string, repeated?: boolean) =>
+    answer?.({
+      accepted,
+      stage: view.stage,
+      ...(reason === undefined ? {} : { reason }),
+      ...(repeated ? { repeated } : {}),
+    });
+  // v5: the step, revision and episode it answered are still the ones awaited, and so is what it names (the
+  // patch is asked only where the answer differs, so the histories of decisions that hold stay as they were).
+  const unbound = run.staleness(queued);
+  const stale =
+    unbound && run.decisionsBound()
+      ? unbound
+      : run.v3 && decision.attempt !== undefined && decision.attempt !== run.attemptNumber
+        ? `stale: it answers attempt ${decision.attempt}; the effect is on attempt ${run.attemptNumber}`
+        : undefined;
+  if (stale) {
+    await run.refuse(decision.kind, decision.actor, decision, stale, run.ownRef(queued));
+    respond(false, stale);
     return undefined;
   }
   const accepted = { requestRef: ref, effectId: input.effectId, ...decision, payload: decision, accepted: true };
+  /** v5: the ledger already held this decision ID (sent again after a continue-as-new): answered, not applied twice. */
+  const repeat = (taken: DecisionTaken | undefined) => {
+    if (!taken || taken.first || !run.decisionsBound()) return false;
+    const then = taken.accepted ? 'accepted' : `refused (${taken.rejectionReason ?? 'no reason recorded'})`;
+    const why = `already decided: decision ${ref.replace(/^update:/, '')} was taken before and ${then}; not applied again`;
+    view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: false, note: why });
+    run.publish();
+    respond(taken.accepted, why, true);
+    return true;
+  };
   switch (decision.kind) {
-    case 'approve-retry':
-      await ledger.recordDecision(accepted);
+    case 'approve-retry': {
+      if (repeat(await ledger.recordDecision(accepted))) return undefined;
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
       respond(true);
       return freshReadbackBeforeRetry(run);
-    case 'abandon':
-      await ledger.recordDecision(accepted, 'abandoned');
+    }
+    case 'abandon': {
+      if (repeat(await ledger.recordDecision(accepted, 'abandoned'))) return undefined;
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
       run.move('abandoned');
       respond(true);
       return run.result(`abandoned by ${decision.actor}: ${decision.reason}`);
+    }
     case 'confirm-delivery': {
       const confirmed = await ledger.confirmDelivery(run.target(), decision, ref);
+      if (!confirmed.accepted && repeat(confirmed.taken)) return undefined;
       view.addDecision({
         kind: decision.kind,
         actor: decision.actor,

@@ -3,7 +3,7 @@
 // stream's `duplicate_window` (NATS' default 2 min): past it the key covers nothing. Each key publishes
 // on its own subject, so readback reads the last message on that subject and matches its Nats-Msg-Id
 // and body hash: complete while the stream's limits cannot have removed it.
-import { jetstream, jetstreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { JetStreamApiError, jetstream, jetstreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import type {
   DestinationAdapter,
@@ -42,6 +42,27 @@ function evictionRisk(info: StreamInfo, since: string): string | null {
   if (max_age > 0 && Date.now() - Date.parse(since) + SKEW_MS >= max_age / NANOS_PER_MS)
     return `the attempt is older than the stream's max_age (${max_age / NANOS_PER_MS} ms)`;
   return null;
+}
+
+/**
+ * A publish the server answered with a JetStream API error was not stored; what follows depends on the error
+ * (nats-server's errors.json gives each an HTTP-like status). A 4xx is a refusal that holds: another stream
+ * expected, a message too large, a failed expectation; a retry cannot change it. A 503 is the server's "not
+ * now": the stream is full (10077, `discard: new`), JetStream or its cluster is temporarily unavailable (10008),
+ * resources are short (10023); the same key goes again after a pause, and the stream's duplicate window drops a
+ * copy should one have been stored after all. Anything else (another 5xx) may have been half done: UNKNOWN,
+ * and readback decides.
+ */
+export function apiErrorOutcome(error: JetStreamApiError): SendOutcome {
+  const detail = { reason: errorText(error), errorCode: `${error.name} ${error.code}` };
+  const status = error.status;
+  if (status >= 400 && status < 500) return { class: 'rejected', httpStatus: status, detail };
+  if (status === 503) return { class: 'not_sent', httpStatus: status, detail };
+  return {
+    class: 'unknown',
+    httpStatus: status,
+    detail: { ...detail, reason: `the publish may have been stored (${detail.reason})` },
+  };
 }
 
 function errorText(error: unknown): string {
@@ -124,11 +145,11 @@ export function natsJetStream(settings: JetStreamSettings): DestinationAdapter {
         // No stream listens on the subject: nothing was stored.
         if (name === 'NoRespondersError')
           return { class: 'not_sent', detail: { reason: `no stream answers (${errorText(error)})`, errorCode: name } };
+        // The server answered with an API error: it did not store the message. Its class is the error's.
+        if (error instanceof JetStreamApiError) return apiErrorOutcome(error);
         // Whatever else broke (a timeout, a closed connection) the server may have stored it: the
         // connection goes with the call, so no late answer or buffered copy outlives it.
         await drop(nc);
-        if (name === 'JetStreamApiError')
-          return { class: 'rejected', httpStatus: 400, detail: { reason: errorText(error), errorCode: name } };
         return {
           class: 'unknown',
           detail: { reason: `the publish may have been stored (${errorText(error)})`, errorCode: name },

@@ -18,6 +18,20 @@ export const HISTORY_PATHS = [
   'multi-step-unknown-readback',
   // v5: an attempt no polling worker could make (the destination not hosted), then one that could.
   'not-hosted-wait',
+  'multi-step-continued-as-new',
+  'multi-step-next-run',
 ] as const;
 
 export type HistoryPath = (typeof HISTORY_PATHS)[number];
+
+/** Paths a later workflow version added: the replay set holds them from that version on (absent: every version). */
+export const PATH_SINCE_VERSION: Partial<Record<HistoryPath, number>> = {
+  'multi-step-continued-as-new': 5,
+  'multi-step-next-run': 5,
+  'not-hosted-wait': 5,
+};
+
+/** The paths a version's replay set holds. */
+export function pathsOfVersion(version: number): HistoryPath[] {
+  return HISTORY_PATHS.filter((path) => (PATH_SINCE_VERSION[path] ?? 1) <= version);
+}

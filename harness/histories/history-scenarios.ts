@@ -298,6 +298,46 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       await stack.withWorker(() => stack.effects.result(effectId));
     },
   },
+  {
+    path: 'multi-step-next-run',
+    previousRunPath: 'multi-step-continued-as-new',
+    shows:
+      'v5: two steps; the task is confirmed, the post is lost before the feed stores it: step announce awaits a human; ' +
+      'after 2 readbacks (every 2 s here) the run continues as new (the previous run is captured too); the next run ' +
+      'carries step announce only (main stays done, never read back), a human approves a retry of it, recorded',
+    effectId: 'hist:multi-step-long-wait',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      const patient = new EffectLedgerClient({
+        client: stack.env.client,
+        db: stack.ledger.db,
+        taskQueue: stack.taskQueue,
+        callTimeoutMs: 1500,
+        readbackIntervalMs: 2000,
+        readbacksPerRun: 2,
+        absenceGraceMs: 0,
+      });
+      await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+      await stack.withWorker(async () => {
+        await patient.approve(taskAnnouncedRequest(effectId, 'request-h9', 'History: two steps, a long wait'));
+        const { runId: firstRunId } = await handle(stack, effectId).describe();
+        await waitFor(
+          async () =>
+            (await stack.env.client.workflow.getHandle(effectId, firstRunId).describe()).status.name ===
+            'CONTINUED_AS_NEW',
+          'the first run to continue as new',
+        );
+        const next = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        if (next.step !== 'announce') throw new Error(`the next run carries step ${next.step}, not announce`);
+        await handle(stack, effectId).signal(approveRetrySignal, {
+          actor: OPS,
+          reason: 'no post on the channel; send it',
+          step: 'announce',
+        });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
 ];
 
 // Every path has exactly one scenario (checked when the module loads: the capture relies on it).
