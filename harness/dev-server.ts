@@ -19,6 +19,8 @@ export interface DevServerOptions {
   /** Persist history in this SQLite file; omit for in-memory (tests). */
   dbFilename?: string;
   config?: TemporalConfig;
+  /** More `temporal server start-dev` arguments (a chaos run's `--dynamic-config-value` limits, say). */
+  extraArgs?: string[];
 }
 
 const indexedValueType: Record<
@@ -68,7 +70,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<Te
       uiPort: options.uiPort,
       dbFilename: options.dbFilename,
       log: { format: 'pretty', level: config.devServer.logLevel },
-      extraArgs: searchAttributeArgs(config),
+      extraArgs: [...searchAttributeArgs(config), ...(options.extraArgs ?? [])],
     },
   });
   const port = env.address.split(':').pop() ?? '';

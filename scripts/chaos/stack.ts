@@ -4,8 +4,9 @@
 // its own, an orders database) behind Toxiproxy, and N worker processes kept alive by a supervisor (a worker
 // that dies — SIGKILLed by the run, or on its own — is started again). The workers reach the real
 // destinations only through their proxies, configured by the same environment variables a deployment sets.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -21,6 +22,7 @@ import { type MailpitServer, startMailpit } from '../../harness/mailpit.js';
 import { type NatsServer, startNats } from '../../harness/nats.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../../harness/orders-db.js';
 import { type SimulatorProcess, startSimulator } from '../../harness/simulator/client.js';
+import { locateTemporalCli } from '../../harness/temporal-cli.js';
 import { environmentOnCluster, temporalTarget } from '../../harness/temporal-target.js';
 import { startToxiproxy, type ToxiproxyServer } from '../../harness/toxiproxy.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
@@ -35,6 +37,12 @@ export type RealLink = (typeof REAL_LINKS)[number];
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
+/** Debian's libfaketime (`apt-get install faketime`; scripts/setup.sh): a worker's clock skewed against PostgreSQL. */
+export const FAKETIME_LIBRARY = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+
+/** The worker slot whose clock the run skews (the other workers keep the machine's). */
+export const SKEWED_SLOT = 1;
+
 /** The application_name the workers' ledger connections carry: what pg_terminate_backend aims at. */
 export const WORKER_APPLICATION_NAME = 'chaos-worker';
 
@@ -47,6 +55,16 @@ export interface ChaosStackOptions {
   /** Another worker entry (the broken variants the test keeps); default workers/main.ts. */
   workerEntry?: string;
   workerEnv?: NodeJS.ProcessEnv;
+  /**
+   * Worker slot SKEWED_SLOT runs this many seconds ahead of PostgreSQL's clock (negative: behind), through
+   * libfaketime on its process; 0 or absent: no skew. Set per run (reset) by the chaos run.
+   */
+  skewSeconds?: number;
+  /**
+   * The dev server's `limit.searchAttributeValueSize` (bytes): an effect whose summary is longer cannot be
+   * started, ever (the chaos run's poison effect). Absent: the server's default (2 KB).
+   */
+  searchAttributeValueLimit?: number;
   log?: (line: string) => void;
 }
 
@@ -73,6 +91,15 @@ export class ChaosStack {
   client!: Client;
   ledger!: Ledger;
   effects!: EffectLedgerClient;
+  /**
+   * The same, but a run continues as new after two readbacks while a person is awaited (decisions re-sent
+   * across runs), and every destination's absence grace is 2 s (a person is asked soon).
+   */
+  effectsShortRuns!: EffectLedgerClient;
+  /** The same, but every destination's absence grace is 2 s (the in-flight window, quickly). */
+  effectsShortGrace!: EffectLedgerClient;
+  /** The process IDs the skewed worker had (restarts included): its activities' identity names it. */
+  readonly skewedPids = new Set<number>();
   readonly workers: Array<WorkerProcess | null> = [];
   /** Workers that died on their own, with the tail of their output. */
   readonly crashes: Array<{ at: Date; slot: number; exit: string; tail: string }> = [];
@@ -126,7 +153,13 @@ export class ChaosStack {
       this.cluster = await startCluster({ config: this.config, port: this.#port, log: (line) => this.log(line) });
       return environmentOnCluster(this.cluster);
     }
-    return startDevServer({ config: this.config, port: this.#port, dbFilename: join(this.#dir, 'temporal.db') });
+    const limit = this.options.searchAttributeValueLimit;
+    return startDevServer({
+      config: this.config,
+      port: this.#port,
+      dbFilename: join(this.#dir, 'temporal.db'),
+      ...(limit ? { extraArgs: ['--dynamic-config-value', `limit.searchAttributeValueSize=${limit}`] } : {}),
+    });
   }
 
   /** A fresh world for one run: a new database, an emptied provider, a new task queue, fresh workers. */
@@ -146,14 +179,18 @@ export class ChaosStack {
     runner.searchParams.set('application_name', 'chaos-runner');
     this.ledger = openLedger(runner.toString(), { max: 4 });
     this.taskQueue = `chaos-${tag}`;
-    this.effects = new EffectLedgerClient({
+    const clientOptions = {
       client: this.client,
       db: this.ledger.db,
       taskQueue: this.taskQueue,
       callTimeoutMs: this.options.callTimeoutMs,
       readbackIntervalMs: this.options.readbackIntervalMs,
       readbacksPerRun: this.options.readbacksPerRun,
-    });
+    };
+    this.effects = new EffectLedgerClient(clientOptions);
+    this.effectsShortRuns = new EffectLedgerClient({ ...clientOptions, readbacksPerRun: 2, absenceGraceMs: 2000 });
+    this.effectsShortGrace = new EffectLedgerClient({ ...clientOptions, absenceGraceMs: 2000 });
+    this.skewedPids.clear();
     await Promise.all(Array.from({ length: this.options.workers }, (_, slot) => this.startWorker(slot)));
   }
 
@@ -237,6 +274,22 @@ export class ChaosStack {
     );
   }
 
+  /** Whether a worker slot's clock is skewed (and libfaketime is there to skew it). */
+  skewed(slot: number): boolean {
+    return slot === SKEWED_SLOT && !!this.options.skewSeconds && existsSync(FAKETIME_LIBRARY);
+  }
+
+  /** libfaketime's environment: wall-clock time offset, monotonic time (timers) left alone. */
+  private skewEnvironment(slot: number): NodeJS.ProcessEnv {
+    if (!this.skewed(slot)) return {};
+    const seconds = this.options.skewSeconds ?? 0;
+    return {
+      LD_PRELOAD: FAKETIME_LIBRARY,
+      FAKETIME: `${seconds >= 0 ? '+' : ''}${seconds}s`,
+      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+    };
+  }
+
   private async startWorker(slot: number): Promise<void> {
     const worker = await startWorkerProcess(
       {
@@ -253,11 +306,13 @@ export class ChaosStack {
         env: {
           ...this.childEnvironment(WORKER_APPLICATION_NAME),
           EFFECT_LEDGER_RECONCILE_EVERY_MS: '3000',
+          ...this.skewEnvironment(slot),
           ...this.options.workerEnv,
         },
       },
     );
     this.workers[slot] = worker;
+    if (this.skewed(slot) && worker.child.pid) this.skewedPids.add(worker.child.pid);
     // Keep the tail of what the worker printed: why it died, if it dies on its own.
     let tail = '';
     const keep = (chunk: Buffer) => {
@@ -336,6 +391,40 @@ export class ChaosStack {
       }
     }
     this.stats.devServerRestarts++;
+  }
+
+  /**
+   * A barrier around a run's close: every worker process is stopped (SIGSTOP) while `during` runs, then
+   * continued. What a run was about to do (close, take up its next task) waits until the caller has raced it.
+   * Held at most `maxMs`, below the activities' timeouts.
+   */
+  async withWorkersStopped<T>(during: () => Promise<T>, maxMs = 1500): Promise<T> {
+    const stopped = this.workers.filter((w): w is WorkerProcess => !!w && w.child.exitCode === null);
+    for (const w of stopped) w.child.kill('SIGSTOP');
+    const release = () => {
+      for (const w of stopped) if (w.child.exitCode === null) w.child.kill('SIGCONT');
+    };
+    const cap = setTimeout(release, maxMs);
+    try {
+      return await during();
+    } finally {
+      clearTimeout(cap);
+      release();
+    }
+  }
+
+  /** The Temporal CLI against this stack's server (an operator's `temporal workflow reset`, say). */
+  temporalCli(args: string[]): Promise<{ ok: boolean; output: string }> {
+    const cli = locateTemporalCli();
+    if (cli.type !== 'existing-path') return Promise.resolve({ ok: false, output: 'no Temporal CLI binary here' });
+    return new Promise((resolve) =>
+      execFile(
+        cli.path,
+        [...args, '--address', this.address, '--namespace', this.namespace],
+        { timeout: 30_000 },
+        (error, stdout, stderr) => resolve({ ok: !error, output: `${stdout}${stderr}`.trim() }),
+      ),
+    );
   }
 
   /** pg_terminate_backend on every ledger connection the workers hold. */

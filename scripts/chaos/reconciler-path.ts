@@ -1,0 +1,86 @@
+// What stands in the ledger reconciler's path (issue 19, "the reconciler can go blind"): an effect whose
+// workflow can never be started, older than the effects stranded behind it; and more unfinished effects than
+// one pass reads, with a newly stranded one after them. Every unfinished effect must have a running workflow
+// within a bounded time, or show why not (the checker: run.ts's stuck findings, unstartable.ts).
+import { buildRequest, bump, DieAfterLedgerWrite, type Model, mayUse, type Real, Step, use } from './commands.js';
+
+/** A summary of 200 code points (the most an approval takes), 400 bytes of Cyrillic: past the chaos server's limit. */
+const LONG_SUMMARY = 'Ж'.repeat(200);
+
+/**
+ * A poison effect: approved (its ledger row written), but no start of its workflow ever succeeds — its
+ * summary is past the server's search-attribute size limit (ChaosStack searchAttributeValueLimit). Then
+ * effects stranded behind it: approvers killed between the ledger write and the start.
+ */
+export class PoisonEffect extends Step {
+  constructor(readonly strandedBehind: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length < m.limits.effects && mayUse(m, 'poison');
+  }
+  async run(m: Model, r: Real) {
+    use(m, 'poison');
+    if (!r.stack.options.searchAttributeValueLimit) {
+      bump(r, 'poison effects skipped (no server limit to pass)');
+      return;
+    }
+    const n = m.next++;
+    const effectId = `${r.prefix}-${n}`;
+    const request = { ...buildRequest(effectId, 'post', n, 'Launch post'), summary: LONG_SUMMARY };
+    m.effects.push({ effectId, kind: 'post', request, origin: 'poison' });
+    bump(r, 'poison effects (no start can succeed)');
+    try {
+      await r.stack.effects.approve(request);
+      r.notes.push(`poison effect ${effectId} started after all: the server took its summary`);
+    } catch (error) {
+      r.touch(effectId, `approved; its start failed: ${(error as Error).message.slice(0, 120)}`);
+    }
+    for (let i = 0; i < this.strandedBehind; i++) {
+      const die = new DieAfterLedgerWrite('task', 'at-start');
+      if (m.effects.length >= m.limits.effects) break;
+      await die.run(m, r);
+    }
+  }
+  toString() {
+    return `poison-effect(${this.strandedBehind} stranded behind it)`;
+  }
+}
+
+/**
+ * More unfinished effects than one reconciler pass reads, all older than a newly stranded one: key-less posts
+ * whose send fails before anything is stored wait for a person (running, unfinished), then an approver dies
+ * between its ledger write and the start. `count` is the reconciler's page plus one (ChaosStack
+ * reconcilerPageSize; 10,001 against today's fixed limit, in a long configuration only).
+ */
+export class FillReconcilerPage extends Step {
+  constructor(readonly count: number) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return this.count > 0 && mayUse(m, 'page-fill');
+  }
+  async run(m: Model, r: Real) {
+    use(m, 'page-fill');
+    bump(r, 'unfinished effects parked before a stranded one', this.count);
+    await r.stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts', count: this.count });
+    const parked: Promise<unknown>[] = [];
+    for (let i = 0; i < this.count; i++) {
+      const n = m.next++;
+      const effectId = `${r.prefix}-${n}`;
+      const request = buildRequest(effectId, 'post', n, 'Launch post');
+      m.effects.push({ effectId, kind: 'post', request, origin: 'approved' });
+      parked.push(
+        r.stack.effectsShortRuns.approve(request).catch((error: Error) => {
+          r.notes.push(`approve ${effectId} failed: ${error.message}`);
+        }),
+      );
+      if (parked.length >= 50) await Promise.all(parked.splice(0));
+    }
+    await Promise.all(parked);
+    await new DieAfterLedgerWrite('task', 'at-start').run(m, r);
+  }
+  toString() {
+    return `fill-reconciler-page(${this.count} unfinished, then one stranded)`;
+  }
+}
