@@ -47,6 +47,8 @@ export interface ModelEffect {
   shortRuns?: boolean;
   /** Operator resets of its run (`temporal workflow reset`, `temporal activity reset`). */
   resets?: number;
+  /** When each revision an operator submitted was answered "created" (revision number → time). */
+  revisedAt?: Record<number, Date>;
   /** Terminated from the outside. */
   terminated?: boolean;
   /** The payloads of the revisions an operator submitted after a refusal (revision 2 first). */
@@ -785,7 +787,10 @@ export async function submitRevision(r: Real, effect: ModelEffect, copies: numbe
     Array.from({ length: copies }, () => r.stack.effects.revise(effect.effectId, request)),
   );
   const created = results.filter((x) => x.status === 'fulfilled' && x.value.created).length;
-  if (created >= 1) effect.revisions = [...(effect.revisions ?? []), payload];
+  if (created >= 1) {
+    effect.revisions = [...(effect.revisions ?? []), payload];
+    effect.revisedAt = { ...effect.revisedAt, [revision]: new Date() };
+  }
   r.log(`operator: revised ${effect.effectId} (revision ${revision}, ${created} of ${copies} created)`);
   if (created > 1)
     r.violations.push({

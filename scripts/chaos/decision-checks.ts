@@ -20,6 +20,7 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 export interface RunHistory {
   runId: string;
+  startedAt: Date;
   events: HistoryEvent[];
 }
 
@@ -30,14 +31,47 @@ export async function readHistories(client: Client, effectId: string): Promise<R
     runs.push({ runId: execution.runId, start: execution.startTime.getTime() });
   runs.sort((a, b) => a.start - b.start);
   const histories: RunHistory[] = [];
-  for (const { runId } of runs) {
+  for (const { runId, start } of runs) {
     const history = await client.workflow
       .getHandle(effectId, runId)
       .fetchHistory()
       .catch(() => null);
-    if (history) histories.push({ runId, events: history.events ?? [] });
+    if (history) histories.push({ runId, startedAt: new Date(start), events: history.events ?? [] });
   }
   return histories;
+}
+
+/** The release revision a run was started to send (its input's `releaseRevision`; absent: 1). */
+export function revisionOfRun(run: RunHistory): number | null {
+  const payload = run.events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  if (!payload) return null;
+  const input = defaultPayloadConverter.fromPayload<{ releaseRevision?: number }>(payload);
+  return input?.releaseRevision ?? 1;
+}
+
+/**
+ * A revision the operator was told "created" had a run carrying it by then: revise() started it (or joined
+ * one that carries it). A revision whose first run started only after the answer waited for someone else
+ * (the ledger reconciler) — revise() joined a run that was closing with the refused revision.
+ */
+export function revisionRunChecks(
+  revisedAt: Record<number, Date> | undefined,
+  effectId: string,
+  histories: RunHistory[],
+): Violation[] {
+  const found: Violation[] = [];
+  for (const [n, answeredAt] of Object.entries(revisedAt ?? {})) {
+    const revision = Number(n);
+    const carrying = histories.filter((h) => revisionOfRun(h) === revision);
+    const first = carrying.sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime())[0];
+    if (first && first.startedAt.getTime() <= answeredAt.getTime()) continue;
+    found.push({
+      kind: 'revision_without_run',
+      effectId,
+      detail: `revision ${revision} was answered "created" at ${answeredAt.toISOString()} with no run carrying it; ${first ? `its first run started ${((first.startedAt.getTime() - answeredAt.getTime()) / 1000).toFixed(1)} s later` : 'no run ever carried it'}`,
+    });
+  }
+  return found;
 }
 
 /** Update IDs each run completed with `accepted: true`. */

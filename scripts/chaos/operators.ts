@@ -74,6 +74,15 @@ export async function twoOperators(
   vias: ['signal' | 'update', 'signal' | 'update'],
   bindAttempt: boolean,
 ): Promise<SentDecision[]> {
+  // The effect may be mid-readback: look again for a few seconds until it asks for a person.
+  await until(
+    async () => {
+      const live = await liveView(r, effectId, 1000);
+      return !!live && waitsForPerson({ status: 'RUNNING', awaiting: live.awaiting ?? '' });
+    },
+    4000,
+    100,
+  );
   const seen = await lookAt(r, effectId);
   if (!seen.live || !waitsForPerson({ status: 'RUNNING', awaiting: seen.live.awaiting ?? '' })) {
     bump(r, 'two operators skipped (no longer waiting for a person)');

@@ -4,13 +4,13 @@
 // within a bounded time, or show why not (the checker: run.ts's stuck findings, unstartable.ts).
 import { buildRequest, bump, DieAfterLedgerWrite, type Model, mayUse, type Real, Step, use } from './commands.js';
 
-/** A summary of 200 code points (the most an approval takes), 400 bytes of Cyrillic: past the chaos server's limit. */
-const LONG_SUMMARY = 'Ж'.repeat(200);
+/** A poison effect's ID: 110 characters, which the ledger takes (up to 128) and the chaos server refuses (past 100). */
+const POISON_ID_LENGTH = 110;
 
 /**
- * A poison effect: approved (its ledger row written), but no start of its workflow ever succeeds — its
- * summary is past the server's search-attribute size limit (ChaosStack searchAttributeValueLimit). Then
- * effects stranded behind it: approvers killed between the ledger write and the start.
+ * A poison effect: approved (its ledger row written), but no start of its workflow ever succeeds — its ID is
+ * past the server's limit on IDs (ChaosStack maxIdLength; limits differ per server and per cluster setting).
+ * Then effects stranded behind it: approvers killed between the ledger write and the start.
  */
 export class PoisonEffect extends Step {
   constructor(readonly strandedBehind: number) {
@@ -21,13 +21,15 @@ export class PoisonEffect extends Step {
   }
   async run(m: Model, r: Real) {
     use(m, 'poison');
-    if (!r.stack.options.searchAttributeValueLimit) {
+    const limit = r.stack.options.maxIdLength;
+    if (!limit || limit >= POISON_ID_LENGTH) {
       bump(r, 'poison effects skipped (no server limit to pass)');
       return;
     }
     const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
-    const request = { ...buildRequest(effectId, 'post', n, 'Launch post'), summary: LONG_SUMMARY };
+    const base = `${r.prefix}-${n}-poison-`;
+    const effectId = base.padEnd(POISON_ID_LENGTH, 'x');
+    const request = buildRequest(effectId, 'post', n, 'Launch post');
     m.effects.push({ effectId, kind: 'post', request, origin: 'poison' });
     bump(r, 'poison effects (no start can succeed)');
     try {

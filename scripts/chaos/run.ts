@@ -16,6 +16,7 @@ import {
   type RunHistory,
   ranOnSkewedWorker,
   readHistories,
+  revisionRunChecks,
 } from './decision-checks.js';
 import { chaosSteps, FULL_MIX, MIXES, type Mix } from './generator.js';
 import { ChaosStack, type ChaosStackOptions } from './stack.js';
@@ -126,6 +127,8 @@ export function violationsOf(v: RunVerdict): Violation[] {
   return [...v.violations, ...fromAudit];
 }
 
+const IN_FLIGHT = /may still be in flight/;
+
 /** Waits (bounded) until every effect of the run is terminal or visibly waiting for a person; touches nothing. */
 export async function settle(
   stack: ChaosStack,
@@ -147,7 +150,8 @@ export async function settle(
         () => ({ status: 'UNREACHABLE' }) as { status: string; awaiting?: string },
       );
       if (view.status !== 'RUNNING') notRunning++;
-      else if (waitsForPerson(view)) waiting++;
+      // Waiting out the window in which its last request may still land is not settled: it reads back then.
+      else if (waitsForPerson(view) && !IN_FLIGHT.test(view.awaiting ?? '')) waiting++;
       else moving++;
     }
     const elapsed = Date.now() - started;
@@ -312,7 +316,9 @@ export async function verify(
             ? 'its approver was killed right after the ledger write (before the start left); nothing resumed it'
             : effect.terminated
               ? 'its run was terminated from the outside; nothing resumed it'
-              : 'unexplained';
+              : effect.origin === 'poison'
+                ? 'a poison effect: no start of its workflow can succeed on this server'
+                : 'unexplained';
       return { effectId: f.effectId as string, story: `${story} (${f.detail})` };
     });
   const stories: Record<string, string> = {};
@@ -353,6 +359,9 @@ export async function verify(
   for (const id of ids) histories.set(id, await readHistories(stack.client, id).catch(() => []));
   const decided = await decisionChecks(stack, prefix, real.sent, histories);
   violations.push(...decided.violations);
+  for (const effect of model?.effects ?? [])
+    if (effect.revisedAt)
+      violations.push(...revisionRunChecks(effect.revisedAt, effect.effectId, histories.get(effect.effectId) ?? []));
   const unstartableEffects = [];
   for (const effect of model?.effects.filter((e) => e.origin === 'poison') ?? []) {
     const seen = await unstartable(stack, effect.effectId);
@@ -365,7 +374,7 @@ export async function verify(
         detail: `no start of its workflow can succeed, and nothing shows it: ${seen.why}`,
       });
   }
-  for (const f of decided.violations)
+  for (const f of violations)
     if (f.effectId && !stories[f.effectId])
       stories[f.effectId] = await storyOf(stack, real, f.effectId, objects.flat());
   const [real_] = await stack.ledger.sql<{ n: number }[]>`
@@ -459,9 +468,9 @@ function skewFor(asked: ChaosOptions['skewSeconds'], seed: number): number {
   return 3 + (seed % 6);
 }
 
-/** The newer commands' caps per run: about one per ten effects, at least one. */
-function capsFor(options: ChaosOptions): Record<string, number> {
-  const scaled = Math.max(1, Math.round(options.effects / 10));
+/** The newer commands' caps per run: about one per ten effects in the full mix; an aimed mix, one per effect. */
+function capsFor(options: ChaosOptions, mix: Mix): Record<string, number> {
+  const scaled = mix === FULL_MIX ? Math.max(1, Math.round(options.effects / 10)) : options.effects;
   return {
     'cross-step': scaled + 1,
     'revision-race': scaled,
@@ -481,8 +490,8 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
     callTimeoutMs: options.callTimeoutMs,
     readbackIntervalMs: 3000,
     readbacksPerRun: 10,
-    // The poison effect's summary (400 bytes) is past this; every other effect's stays well below.
-    searchAttributeValueLimit: 320,
+    // The poison effect's ID (110 characters, which the ledger takes) is past this; every other ID stays below.
+    maxIdLength: 100,
     log: options.log,
     ...options.stackOptions,
   });
@@ -518,7 +527,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         stack.options.skewSeconds = skewFor(options.skewSeconds, seed);
         await stack.reset(`${seed}-${runs}`);
         const real = newReal(stack, prefix, (line) => options.log(`  ${line}`));
-        const model = newModel(limits, capsFor(options));
+        const model = newModel(limits, capsFor(options, mix));
         let steps = 0;
         const counted = [...cmds].length;
         options.log(`run ${runs} (${prefix}): up to ${counted} steps`);
@@ -608,7 +617,9 @@ export function tableRow(seed: number | string, v: RunVerdict): TableRow {
     faults: Object.entries(v.counts)
       .filter(([k]) => /^(fault|network) /.test(k))
       .reduce((a, [, n]) => a + n, 0),
-    duplicates: count(['duplicate', 'duplicate_per_key']),
+    duplicates: new Set(
+      failing.filter((f) => f.kind === 'duplicate' || f.kind === 'duplicate_per_key').map((f) => f.effectId),
+    ).size,
     lost: failing.filter((f) => f.kind === 'lost' && !(f.effectId && explained.has(f.effectId))).length,
     stuck: count(['stuck']),
     decisionViolations: count([

@@ -61,10 +61,10 @@ export interface ChaosStackOptions {
    */
   skewSeconds?: number;
   /**
-   * The dev server's `limit.searchAttributeValueSize` (bytes): an effect whose summary is longer cannot be
-   * started, ever (the chaos run's poison effect). Absent: the server's default (2 KB).
+   * The dev server's `limit.maxIDLength`: an effect whose ID is longer (the ledger takes 128 characters) can
+   * never be started on this server (the chaos run's poison effect). Absent: the server's default (1000).
    */
-  searchAttributeValueLimit?: number;
+  maxIdLength?: number;
   log?: (line: string) => void;
 }
 
@@ -153,12 +153,12 @@ export class ChaosStack {
       this.cluster = await startCluster({ config: this.config, port: this.#port, log: (line) => this.log(line) });
       return environmentOnCluster(this.cluster);
     }
-    const limit = this.options.searchAttributeValueLimit;
+    const limit = this.options.maxIdLength;
     return startDevServer({
       config: this.config,
       port: this.#port,
       dbFilename: join(this.#dir, 'temporal.db'),
-      ...(limit ? { extraArgs: ['--dynamic-config-value', `limit.searchAttributeValueSize=${limit}`] } : {}),
+      ...(limit ? { extraArgs: ['--dynamic-config-value', `limit.maxIDLength=${limit}`] } : {}),
     });
   }
 
