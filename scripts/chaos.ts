@@ -7,7 +7,7 @@
 //   npm run chaos -- [--effects 40] [--kills 2] [--seeds 1] [--seed S [--path P]] [--mix full] [--quick]
 import { Command, InvalidArgumentError } from 'commander';
 import { MIXES } from './chaos/generator.js';
-import { formatTable, runChaos, summarize, tableRow, violationsOf } from './chaos/run.js';
+import { drawnSteps, formatTable, runChaos, summarize, tableRow, violationsOf } from './chaos/run.js';
 
 function int(raw: string): number {
   if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('expected a non-negative integer');
@@ -44,6 +44,7 @@ const opts = new Command('chaos')
     int,
     0,
   )
+  .option('--draw', 'print the steps each seed draws, and run nothing')
   .option('--quick', 'a small run: 12 effects, 1 kill, no shrinking')
   .option('--json', 'print the outcomes as JSON at the end')
   .parse()
@@ -64,11 +65,23 @@ const opts = new Command('chaos')
     quick?: boolean;
     json?: boolean;
     mix: string;
+    draw?: boolean;
     skewSeconds?: number;
     pageFill: number;
   }>();
 
 const quick = !!opts.quick;
+if (opts.draw) {
+  const first = opts.seed ?? 1;
+  for (let seed = first; seed < first + opts.seeds; seed++) {
+    const steps = drawnSteps(
+      { effects: opts.effects ?? (quick ? 12 : 40), mix: opts.mix, pageFill: opts.pageFill },
+      seed,
+    );
+    process.stdout.write(`seed ${seed}: ${steps.join('; ')}\n`);
+  }
+  process.exit(0);
+}
 const started = Date.now();
 const stamp = () => `[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s]`;
 const outcomes = await runChaos({

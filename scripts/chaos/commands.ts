@@ -557,6 +557,10 @@ export class RestartDevServer extends Step {
   }
   async run(m: Model, r: Real) {
     m.devRestarts++;
+    if (!r.stack.ownsServer) {
+      bump(r, 'dev-server restarts skipped (a lane shares the server)');
+      return;
+    }
     const started = Date.now();
     await r.stack.restartDevServer(this.downMs);
     r.log(

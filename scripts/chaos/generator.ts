@@ -25,7 +25,7 @@ import {
 } from './commands.js';
 import { CrossStepDecisions, type Gap, ResentAcrossRuns, type StepFault, TwoOperators } from './operators.js';
 import { InFlightRetry, type RaceBarrier, RevisionRace } from './races.js';
-import { FillReconcilerPage, PoisonEffect } from './reconciler-path.js';
+import { FillReconcilerPage, NotSentStreak, PoisonEffect } from './reconciler-path.js';
 import { OperatorReset, type ResetKind } from './resets.js';
 import { REAL_LINKS } from './stack.js';
 
@@ -54,6 +54,7 @@ export const GROUPS = [
   'poison',
   'page-fill',
   'reset',
+  'not-sent-streak',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 export type Mix = Partial<Record<Group, number>>;
@@ -82,6 +83,7 @@ export const FULL_MIX: Mix = {
   'in-flight-retry': 1,
   poison: 1,
   reset: 1,
+  'not-sent-streak': 1,
 };
 
 /** Mixes aimed at one path each (`npm run chaos -- --mix NAME`; the variants' tests). */
@@ -91,13 +93,24 @@ export const MIXES: Record<string, Mix> = {
   classic: Object.fromEntries(
     Object.entries(FULL_MIX).filter(
       ([g]) =>
-        !['cross-step', 'two-operators', 'resent', 'revision-race', 'in-flight-retry', 'poison', 'reset'].includes(g),
+        ![
+          'cross-step',
+          'two-operators',
+          'resent',
+          'revision-race',
+          'in-flight-retry',
+          'poison',
+          'reset',
+          'not-sent-streak',
+        ].includes(g),
     ),
   ),
   /** Decisions across steps and episodes, and re-sent across runs. */
   decisions: { 'cross-step': 4, 'two-operators': 3, resent: 1, decide: 1, 'multi-step': 1, fault: 1 },
   /** Revisions raced against the refused run's close. */
   revisions: { 'revision-race': 4, revise: 1, approve: 1 },
+  /** Long runs of "not sent" answers across a continue-as-new. */
+  'not-sent': { 'not-sent-streak': 3, approve: 1 },
   /** The reconciler's path: a poison effect, stranded effects, a full page. */
   reconciler: { poison: 2, 'approver-dies': 2, terminate: 1, 'page-fill': 1, approve: 1 },
   /** A retry approved while a post may be in flight, read back on a worker whose clock runs ahead. */
@@ -149,6 +162,9 @@ function firstFault(kind: 'task-announced' | 'invoice'): fc.Arbitrary<StepFault 
         { on: 'provider', kind: 'delay_before_commit', path: '/v1/objects', factor: 2.5 },
         { on: 'provider', kind: 'delay_before_commit', path: '/v1/objects', factor: 1.5 },
         { on: 'provider', kind: 'fail_before_commit', path: '/v1/objects', factor: 1 },
+        // The approved retry meets the same fault: a second UNKNOWN episode on the first step.
+        { on: 'provider', kind: 'fail_before_commit', path: '/v1/objects', factor: 1, count: 2 },
+        { on: 'provider', kind: 'delay_before_commit', path: '/v1/objects', factor: 2.5, count: 2 },
         null,
       )
     : fc.constantFrom<StepFault | null>(
@@ -164,6 +180,8 @@ function laterFault(kind: 'task-announced' | 'invoice'): fc.Arbitrary<StepFault 
     ? fc.constantFrom<StepFault | null>(
         { on: 'provider', kind: 'drop_after_commit', path: '/social/v1/posts', factor: 1 },
         { on: 'provider', kind: 'status_429_before_commit', path: '/social/v1/posts', factor: 1 },
+        { on: 'provider', kind: 'status_429_before_commit', path: '/social/v1/posts', factor: 1 },
+        { on: 'provider', kind: 'fail_before_commit', path: '/social/v1/posts', factor: 1 },
         { on: 'provider', kind: 'delay_before_commit', path: '/social/v1/posts', factor: 1.5 },
         { on: 'provider', kind: 'fail_before_commit', path: '/social/v1/posts', factor: 1 },
         { on: 'provider', kind: 'status_500_after_commit', path: '/social/v1/posts', factor: 1 },
@@ -182,8 +200,18 @@ function crossStep(): fc.Arbitrary<Step> {
     .constantFrom<'task-announced' | 'invoice'>('task-announced', 'task-announced', 'invoice')
     .chain((kind) =>
       fc
-        .tuple(firstFault(kind), laterFault(kind), fc.option(second, { freq: 4, nil: null }), gap, vias, fc.boolean())
-        .map(([first, later, s, g, v, short]) => new CrossStepDecisions(kind, first, later, s, g, v, short)),
+        .tuple(
+          firstFault(kind),
+          laterFault(kind),
+          fc.option(second, { freq: 4, nil: null }),
+          gap,
+          vias,
+          fc.boolean(),
+          fc.boolean(),
+        )
+        .map(
+          ([first, later, s, g, v, short, wait]) => new CrossStepDecisions(kind, first, later, s, g, v, short, wait),
+        ),
     );
 }
 
@@ -273,6 +301,9 @@ export function chaosCommands({
     'in-flight-retry': fc.constantFrom(0.6, 0.8, 0.95).map((at) => new InFlightRetry(at)),
     poison: fc.integer({ min: 1, max: 2 }).map((n) => new PoisonEffect(n)),
     'page-fill': fc.constant(null).map(() => new FillReconcilerPage(pageFill)),
+    'not-sent-streak': fc
+      .tuple(fc.constantFrom<'post' | 'task'>('post', 'task'), fc.integer({ min: 12, max: 30 }))
+      .map(([kind, n]) => new NotSentStreak(kind, n)),
     reset: fc
       .tuple(fc.constantFrom<ResetKind>('FirstWorkflowTask', 'LastWorkflowTask', 'send-activity'), fc.nat(1000))
       .map(([kind, i]) => new OperatorReset(kind, i)),

@@ -73,6 +73,8 @@ export async function twoOperators(
   gap: Gap,
   vias: ['signal' | 'update', 'signal' | 'update'],
   bindAttempt: boolean,
+  /** The first operator refreshes the dashboard for a few seconds until the object shows (then confirms it). */
+  waitForObject = false,
 ): Promise<SentDecision[]> {
   // The effect may be mid-readback: look again for a few seconds until it asks for a person.
   await until(
@@ -88,6 +90,7 @@ export async function twoOperators(
     bump(r, 'two operators skipped (no longer waiting for a person)');
     return [];
   }
+  if (waitForObject) await until(async () => !!(await onDashboard(r, seen)), 6000, 200);
   const first = await dashboardDecision(r, seen);
   const bind = bindAttempt && seen.attempt > 0 ? { attempt: seen.attempt } : {};
   let secondPayload: DecisionPayload = { actor: SECOND_OPERATOR, reason: `${second}: my call`, ...bind };
@@ -168,13 +171,15 @@ export type StepFault =
         | 'fail_before_commit';
       path: string;
       factor: number;
+      /** Copies queued: 2 makes the approved retry meet the same fault. */
+      count?: number;
     }
   | { on: 'network'; link: 'smtp' | 'orders'; kind: 'latency' | 'drop' | 'reset' | 'cut' | 'refuse'; ms: number };
 
 async function arm(r: Real, fault: StepFault): Promise<void> {
   if (fault.on === 'provider') {
     const delayMs = Math.round(r.stack.options.callTimeoutMs * fault.factor);
-    await r.stack.simulator.fault(fault.kind, { path: fault.path, delayMs });
+    await r.stack.simulator.fault(fault.kind, { path: fault.path, delayMs, count: fault.count ?? 1 });
   } else {
     await new NetFault(fault.link, fault.kind, fault.ms).run({} as Model, r);
   }
@@ -182,7 +187,9 @@ async function arm(r: Real, fault: StepFault): Promise<void> {
 }
 
 const faultText = (f: StepFault) =>
-  f.on === 'provider' ? `${f.kind} on ${f.path}` : `network ${f.kind} on ${f.link} for ${f.ms} ms`;
+  f.on === 'provider'
+    ? `${f.kind}${(f.count ?? 1) > 1 ? ` ×${f.count}` : ''} on ${f.path}`
+    : `network ${f.kind} on ${f.link} for ${f.ms} ms`;
 
 /**
  * A multi-step effect whose steps meet faults: the first step held past its call timeout (UNKNOWN, a person
@@ -198,6 +205,7 @@ export class CrossStepDecisions extends Step {
     readonly gap: Gap,
     readonly vias: ['signal' | 'update', 'signal' | 'update'],
     readonly shortRuns: boolean,
+    readonly waitForObject: boolean,
   ) {
     super();
   }
@@ -253,17 +261,20 @@ export class CrossStepDecisions extends Step {
         const live = await liveView(r, effectId, 1000);
         return !!live && waitsForPerson({ status: 'RUNNING', awaiting: live.awaiting ?? '' });
       },
-      15_000,
+      30_000,
       100,
     );
-    if (!waiting) return;
-    await twoOperators(r, effectId, this.second, this.gap, this.vias, false);
+    if (!waiting) {
+      bump(r, 'two operators skipped (the first step never asked for a person)');
+      return;
+    }
+    await twoOperators(r, effectId, this.second, this.gap, this.vias, false, this.waitForObject);
   }
   toString() {
     const second = this.second
       ? `, two operators (then ${this.second} ${typeof this.gap === 'number' ? `+${this.gap} ms` : 'during readback'})`
       : '';
-    return `cross-step(${this.kind}${this.shortRuns ? ' short runs' : ''}, first: ${this.first ? faultText(this.first) : '-'}, later: ${this.later ? faultText(this.later) : '-'}${second})`;
+    return `cross-step(${this.kind}${this.shortRuns ? ' short runs' : ''}${this.waitForObject ? ', first operator waits for the object' : ''}, first: ${this.first ? faultText(this.first) : '-'}, later: ${this.later ? faultText(this.later) : '-'}${second})`;
   }
 }
 

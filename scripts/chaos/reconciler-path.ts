@@ -86,3 +86,41 @@ export class FillReconcilerPage extends Step {
     return `fill-reconciler-page(${this.count} unfinished, then one stranded)`;
   }
 }
+
+/**
+ * A long run of "not sent" answers (429 before commit: nothing stored), long enough that the server suggests
+ * a continue-as-new during the pause before a resend (ChaosStack suggestContinueAsNewAt). Nothing ever left:
+ * the effect must not end up in UNKNOWN, reading back and waiting for a person (the checker's
+ * unknown_without_send).
+ */
+export class NotSentStreak extends Step {
+  constructor(
+    readonly kind: 'post' | 'task',
+    readonly answers: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length < m.limits.effects && mayUse(m, 'not-sent-streak');
+  }
+  async run(m: Model, r: Real) {
+    use(m, 'not-sent-streak');
+    const n = m.next++;
+    const effectId = `${r.prefix}-${n}`;
+    const request = buildRequest(effectId, this.kind, n, 'Quarterly report');
+    m.effects.push({ effectId, kind: this.kind, request, origin: 'approved', shortRuns: true });
+    bump(r, 'approvals');
+    bump(r, 'not-sent streaks (429 until the server suggests continue-as-new)');
+    const path = this.kind === 'post' ? '/social/v1/posts' : '/v1/objects';
+    await r.stack.simulator.fault('status_429_before_commit', { path, count: this.answers });
+    try {
+      await r.stack.effectsShortRuns.approve(request);
+    } catch (error) {
+      r.notes.push(`approve ${effectId} failed: ${(error as Error).message}`);
+    }
+    r.touch(effectId, `${this.answers} answers of 429 (not applied) queued for it`);
+  }
+  toString() {
+    return `not-sent-streak(${this.kind}, ${this.answers}× 429)`;
+  }
+}

@@ -45,6 +45,8 @@ export interface ChaosOptions {
   /** Time budget per seed, shrinking a failure included (0: report the first failing step list as is). */
   shrinkMs: number;
   stackOptions?: Partial<ChaosStackOptions>;
+  /** A stack already started (a lane of the test's): used as it is, and left running. */
+  stack?: ChaosStack;
   /** The generator's mix: a name from generator.ts's MIXES, or weights per group; default the full mix. */
   mix?: string | Mix;
   /** How many times each newer command may run per run (cross-step, resent, revision-race, poison, reset, …). */
@@ -377,6 +379,20 @@ export async function verify(
   for (const f of violations)
     if (f.effectId && !stories[f.effectId])
       stories[f.effectId] = await storyOf(stack, real, f.effectId, objects.flat());
+  // UNKNOWN means a request may have left: not when every attempt of the waiting step was answered "not sent".
+  for (const row of await stack.ledger.sql<{ effectId: string; attempts: number }[]>`
+    SELECT e.effect_id AS "effectId", count(a.attempt_id)::int AS attempts
+      FROM effects e JOIN attempts a ON a.effect_id = e.effect_id
+     WHERE e.effect_id LIKE ${`${prefix}-%`} AND e.stage = 'unknown'
+       AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.effect_id = a.effect_id AND f.step = a.step)
+     GROUP BY e.effect_id
+    HAVING bool_and(EXISTS (SELECT 1 FROM provider_evidence v WHERE v.attempt_id = a.attempt_id
+                              AND v.kind = 'response' AND v.outcome = 'not_sent'))`)
+    violations.push({
+      kind: 'unknown_without_send',
+      effectId: row.effectId,
+      detail: `in UNKNOWN, yet every one of its ${row.attempts} attempt(s) was answered "not sent": nothing can have left`,
+    });
   const [real_] = await stack.ledger.sql<{ n: number }[]>`
     SELECT count(DISTINCT effect_id)::int AS n FROM releases
     WHERE effect_id LIKE ${`${prefix}-%`} AND destination IN ('email-smtp', 'nats-jetstream', 'orders-sql')`;
@@ -462,6 +478,17 @@ export function summarize(v: RunVerdict): string[] {
   ];
 }
 
+/** A mix by name (generator.ts's MIXES), as JSON weights (`{"revision-race": 1}`), or as given. */
+export function resolveMix(mix: ChaosOptions['mix']): Mix {
+  if (mix === undefined) return FULL_MIX;
+  if (typeof mix !== 'string') return mix;
+  if (mix.trim().startsWith('{')) return JSON.parse(mix) as Mix;
+  const named = MIXES[mix];
+  if (!named)
+    throw new Error(`no mix ${mix}; the mixes are ${Object.keys(MIXES).join(', ')}, or JSON weights per group`);
+  return named;
+}
+
 /** The skewed worker's offset for a run: 3 to 8 s ahead, from the seed, unless the options say otherwise. */
 function skewFor(asked: ChaosOptions['skewSeconds'], seed: number): number {
   if (typeof asked === 'number') return asked;
@@ -485,22 +512,29 @@ function capsFor(options: ChaosOptions, mix: Mix): Record<string, number> {
 
 /** Runs `seeds` seeds (or the one given), one fast-check property run each, shrinking a failure within shrinkMs. */
 export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
-  const stack = new ChaosStack({
-    workers: options.workers,
-    callTimeoutMs: options.callTimeoutMs,
-    readbackIntervalMs: 3000,
-    readbacksPerRun: 10,
-    // The poison effect's ID (110 characters, which the ledger takes) is past this; every other ID stays below.
-    maxIdLength: 100,
-    log: options.log,
-    ...options.stackOptions,
-  });
+  const owned = !options.stack;
+  const stack =
+    options.stack ??
+    new ChaosStack({
+      workers: options.workers,
+      callTimeoutMs: options.callTimeoutMs,
+      readbackIntervalMs: 3000,
+      readbacksPerRun: 10,
+      // The poison effect's ID (110 characters, which the ledger takes) is past this; every other ID stays below.
+      maxIdLength: 100,
+      // A run past 100 events is told to continue as new: a long "not sent" streak reaches it in seconds.
+      suggestContinueAsNewAt: 100,
+      log: options.log,
+      ...options.stackOptions,
+    });
   const outcomes: SeedOutcome[] = [];
   // Ctrl-C / SIGTERM: take the dev server, the simulator, the workers and the database down with us.
   const onSignal = () => void stack.stop().finally(() => process.exit(130));
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  await stack.start();
+  if (owned) {
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    await stack.start();
+  }
   try {
     const firstSeed = options.seed ?? Date.now() % 2_147_483_647;
     const seeds = options.seedList ?? Array.from({ length: options.seeds }, (_, i) => firstSeed + i);
@@ -518,8 +552,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         dies: options.dies,
         terminations: options.terminations,
       };
-      const mix = typeof options.mix === 'string' ? MIXES[options.mix] : (options.mix ?? FULL_MIX);
-      if (!mix) throw new Error(`no mix ${String(options.mix)}; the mixes are ${Object.keys(MIXES).join(', ')}`);
+      const mix = resolveMix(options.mix);
       const generated = chaosSteps(Math.max(10, options.effects * 3), { mix, pageFill: options.pageFill ?? 0 });
       const property = fc.asyncProperty(generated, async (cmds) => {
         runs++;
@@ -574,9 +607,11 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
       });
     }
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await stack.stop();
+    if (owned) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      await stack.stop();
+    }
   }
   return outcomes;
 }
@@ -709,4 +744,18 @@ export function formatTable(rows: TableRow[]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
   const line = (c: string[]) => `| ${c.map((x, i) => x.padEnd(widths[i] ?? 0)).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...cells.map(line)];
+}
+
+/** The steps a seed draws, without running them (capped steps are skipped when the run meets them). */
+export function drawnSteps(options: Pick<ChaosOptions, 'effects' | 'mix' | 'pageFill'>, seed: number): string[] {
+  const mix = resolveMix(options.mix);
+  let drawn: string[] = [];
+  fc.check(
+    fc.property(chaosSteps(Math.max(10, options.effects * 3), { mix, pageFill: options.pageFill ?? 0 }), (steps) => {
+      drawn = steps.map(String);
+      return true;
+    }),
+    { seed, numRuns: 1 },
+  );
+  return drawn;
 }

@@ -65,6 +65,10 @@ export interface ChaosStackOptions {
    * never be started on this server (the chaos run's poison effect). Absent: the server's default (1000).
    */
   maxIdLength?: number;
+  /** The runner's own ledger connections (default 4; a lane beside others takes fewer). */
+  ledgerConnections?: number;
+  /** The dev server's `limit.historyCount.suggestContinueAsNew` (events): a long run is told to continue as new soon. */
+  suggestContinueAsNewAt?: number;
   log?: (line: string) => void;
 }
 
@@ -84,8 +88,8 @@ export class ChaosStack {
   orders!: OrdersDatabase;
   toxiproxy!: ToxiproxyServer;
   /** The JetStream stream (and subject prefix) of this stack; default duplicate window. */
-  readonly stream = `CHAOS_${randomBytes(4).toString('hex')}`;
-  readonly subjectPrefix = `chaos_${this.stream.slice(6).toLowerCase()}`;
+  stream = `CHAOS_${randomBytes(4).toString('hex')}`;
+  subjectPrefix = `chaos_${this.stream.slice(6).toLowerCase()}`;
   readonly proxies = {} as Record<RealLink, { proxy: ToxicProxy; port: number }>;
   connection!: Connection;
   client!: Client;
@@ -116,13 +120,52 @@ export class ChaosStack {
   #stopping = false;
   #pending = new Set<Promise<unknown>>();
 
+  /** Set on a lane (fork()): the stack whose servers it shares. */
+  #parent: ChaosStack | undefined;
+
   constructor(readonly options: ChaosStackOptions) {}
+
+  /**
+   * Another lane on this stack's servers, to run beside it: its own database, task queue, provider simulator
+   * (its faults and its records are its own) and workers; the Temporal server, Mailpit, NATS, the orders
+   * database and Toxiproxy shared. Start it with start(); its stop() stops only what is its own. A lane never
+   * restarts the shared Temporal server (RestartDevServer is for the stack that owns it).
+   */
+  fork(options: Partial<ChaosStackOptions>): ChaosStack {
+    const lane = new ChaosStack({ ...this.options, ...options });
+    lane.#parent = this;
+    lane.stream = this.stream;
+    lane.subjectPrefix = this.subjectPrefix;
+    return lane;
+  }
+
+  /** Whether this stack owns the Temporal server (a lane shares its parent's). */
+  get ownsServer(): boolean {
+    return !this.#parent;
+  }
 
   private log(line: string) {
     this.options.log?.(line);
   }
 
   async start(): Promise<void> {
+    const parent = this.#parent;
+    if (parent) {
+      this.simulator = await startSimulator();
+      Object.assign(this, {
+        address: parent.address,
+        env: parent.env,
+        mailpit: parent.mailpit,
+        nats: parent.nats,
+        orders: parent.orders,
+        toxiproxy: parent.toxiproxy,
+        connection: parent.connection,
+        client: parent.client,
+      });
+      if (parent.cluster) this.cluster = parent.cluster;
+      Object.assign(this.proxies, parent.proxies);
+      return;
+    }
     this.#port = await freePort();
     this.address = `${this.config.devServer.ip}:${this.#port}`;
     const [env, simulator, mailpit, nats, orders, toxiproxy] = await Promise.all([
@@ -153,12 +196,16 @@ export class ChaosStack {
       this.cluster = await startCluster({ config: this.config, port: this.#port, log: (line) => this.log(line) });
       return environmentOnCluster(this.cluster);
     }
-    const limit = this.options.maxIdLength;
+    const { maxIdLength, suggestContinueAsNewAt } = this.options;
+    const dynamic = [
+      ...(maxIdLength ? [`limit.maxIDLength=${maxIdLength}`] : []),
+      ...(suggestContinueAsNewAt ? [`limit.historyCount.suggestContinueAsNew=${suggestContinueAsNewAt}`] : []),
+    ];
     return startDevServer({
       config: this.config,
       port: this.#port,
       dbFilename: join(this.#dir, 'temporal.db'),
-      ...(limit ? { extraArgs: ['--dynamic-config-value', `limit.maxIDLength=${limit}`] } : {}),
+      extraArgs: dynamic.flatMap((value) => ['--dynamic-config-value', value]),
     });
   }
 
@@ -177,7 +224,7 @@ export class ChaosStack {
     await migrateLedger(this.databaseUrl);
     const runner = new URL(this.databaseUrl);
     runner.searchParams.set('application_name', 'chaos-runner');
-    this.ledger = openLedger(runner.toString(), { max: 4 });
+    this.ledger = openLedger(runner.toString(), { max: this.options.ledgerConnections ?? 4 });
     this.taskQueue = `chaos-${tag}`;
     const clientOptions = {
       client: this.client,
@@ -372,6 +419,7 @@ export class ChaosStack {
    * SIGKILLs the server process and starts it again on the same databases.
    */
   async restartDevServer(downMs: number): Promise<void> {
+    if (!this.ownsServer) throw new Error('a lane does not restart the Temporal server it shares');
     if (this.cluster) {
       await this.cluster.killServer();
       await new Promise((resolve) => setTimeout(resolve, downMs));
@@ -456,6 +504,12 @@ export class ChaosStack {
 
   async stop(): Promise<void> {
     await this.stopWorkers();
+    if (this.#parent) {
+      await Promise.allSettled([this.ledger?.close(), this.simulator?.stop()]);
+      if (this.dbName && !process.env.CHAOS_KEEP_DATABASE) await this.dropDatabase().catch(() => {});
+      rmSync(this.#dir, { recursive: true, force: true });
+      return;
+    }
     await Promise.allSettled([this.ledger?.close(), this.connection?.close()]);
     if (this.nats)
       await jetstreamManager(this.nats.connection)
