@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { postRequest } from '../harness/sample-requests.js';
 import { waitFor } from '../harness/wait-for.js';
 import { newReal, type Real } from '../scripts/chaos/commands.js';
-import { FULL_MIX, type Group, type Mix } from '../scripts/chaos/generator.js';
+import type { Mix } from '../scripts/chaos/generator.js';
 import {
   type ChaosOptions,
   type RunVerdict,
@@ -26,7 +26,8 @@ import {
   violationsOf,
 } from '../scripts/chaos/run.js';
 import { ChaosStack } from '../scripts/chaos/stack.js';
-import { type Cut, cutEnvironment, cutProblem } from './support/cuts.js';
+import { type Cut, cutEnvironment, cutProblem, PLANTED_CUTS } from './support/cuts.js';
+import { FIXED_MIX, FIXED_SKEW } from './support/fixed-mix.js';
 import type { Variant } from './support/variant-worker.js';
 
 /** Waits for a promise at most `ms` (a broken variant may never finish). */
@@ -35,23 +36,6 @@ const within = (promise: Promise<unknown>, ms: number) =>
 
 const log = (line: string) => process.stdout.write(`# ${line}\n`);
 const variantWorker = fileURLToPath(new URL('./support/variant-worker.ts', import.meta.url));
-
-/**
- * Until issue 19's fixes are merged (helpers `decisions` and `reconciler`), the groups aimed at the paths they
- * fix stay out of the fixed seeds (each is kept by a test of part 2 instead), and the worker's clock is not
- * skewed. With the fixes merged, the fixed seeds draw from the whole mix, skew included.
- */
-const OPEN_BUGS: Group[] = [
-  'cross-step',
-  'two-operators',
-  'resent',
-  'revision-race',
-  'in-flight-retry',
-  'poison',
-  'not-sent-streak',
-];
-const FIXED_MIX: Mix = Object.fromEntries(Object.entries(FULL_MIX).filter(([g]) => !OPEN_BUGS.includes(g as Group)));
-const FIXED_SKEW = 0;
 
 /** One of issue 19's bugs, and the aimed run that must report it. */
 interface Planted {
@@ -70,6 +54,21 @@ interface Planted {
 }
 
 const PLANTED: Planted[] = [
+  {
+    bug: "a decision outlives its step: operator two's approve-retry, sent on the first step, is applied to the next",
+    mix: { 'cross-step': 1 },
+    seed: 8002,
+    effects: 3,
+    caught: ['decision_other_step'],
+  },
+  {
+    bug: 'the stale-decision refusal after a retry removed (planted): the leftover abandon ends the next episode',
+    mix: { 'cross-step': 1 },
+    seed: 8001,
+    effects: 3,
+    caught: ['decision_other_episode'],
+    cuts: PLANTED_CUTS['stale-refusal-removed'],
+  },
   {
     bug: 'revise() joins the refused run while it closes: the revision has no run (seed 913370001)',
     mix: { 'revision-race': 1 },

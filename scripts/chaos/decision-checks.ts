@@ -125,7 +125,8 @@ export async function decisionChecks(
   const like = `${prefix}-%`;
   const [decisions, attempts, facts, evidence, revisions, releases] = await Promise.all([
     sql<LedgerDecision[]>`SELECT effect_id AS "effectId", kind, accepted, decided_at AS "decidedAt",
-      coalesce(payload->>'reason', '') AS reason FROM decisions WHERE effect_id LIKE ${like}`,
+      coalesce(nullif(reason, ''), payload->'value'->>'reason', payload->>'reason', '') AS reason
+      FROM decisions WHERE effect_id LIKE ${like}`,
     sql<{ effectId: string; step: string; attemptNumber: number; revision: number; startedAt: Date }[]>`
       SELECT effect_id AS "effectId", step, attempt_number AS "attemptNumber", release_revision AS revision,
              started_at AS "startedAt" FROM attempts WHERE effect_id LIKE ${like}`,

@@ -22,7 +22,8 @@ export class PoisonEffect extends Step {
   async run(m: Model, r: Real) {
     use(m, 'poison');
     const limit = r.stack.options.maxIdLength;
-    if (!limit || limit >= POISON_ID_LENGTH) {
+    // The cluster's server takes no dynamic-config argument from the run: there, no limit to pass.
+    if (!limit || limit >= POISON_ID_LENGTH || r.stack.cluster) {
       bump(r, 'poison effects skipped (no server limit to pass)');
       return;
     }

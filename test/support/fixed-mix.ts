@@ -1,0 +1,19 @@
+// The mix the chaos tests' fixed seeds draw from. Until issue 19's fixes are merged (helpers `decisions` and
+// `reconciler`), the groups aimed at the paths they fix stay out (test/chaos.test.ts keeps each of those by a
+// test that shows the run finds the bug), and the worker's clock is not skewed. With the fixes merged: the
+// whole mix, skew included (OPEN_BUGS empty, FIXED_SKEW 'seeded').
+import { FULL_MIX, type Group, type Mix } from '../../scripts/chaos/generator.js';
+
+export const OPEN_BUGS: Group[] = [
+  'cross-step',
+  'two-operators',
+  'resent',
+  'revision-race',
+  'in-flight-retry',
+  'poison',
+  'not-sent-streak',
+];
+export const FIXED_MIX: Mix = Object.fromEntries(
+  Object.entries(FULL_MIX).filter(([group]) => !OPEN_BUGS.includes(group as Group)),
+);
+export const FIXED_SKEW: number | 'seeded' = 0;
