@@ -70,6 +70,14 @@ const PLANTED: Planted[] = [
     cuts: PLANTED_CUTS['stale-refusal-removed'],
   },
   {
+    bug: 'stepsToGo() returning every step (planted): a continued run carries the settled step again',
+    mix: { 'cross-step': 1 },
+    seed: 9013,
+    effects: 2,
+    caught: ['stage_mismatch'],
+    cuts: PLANTED_CUTS['steps-to-go-all'],
+  },
+  {
     bug: 'revise() joins the refused run while it closes: the revision has no run (seed 913370001)',
     mix: { 'revision-race': 1 },
     // Draws two races at the barrier, one of them two rounds long (`npm run chaos -- --draw …`).

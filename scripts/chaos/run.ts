@@ -379,6 +379,22 @@ export async function verify(
   for (const f of violations)
     if (f.effectId && !stories[f.effectId])
       stories[f.effectId] = await storyOf(stack, real, f.effectId, objects.flat());
+  // What an operator sees (the workflow's status, the UI's EffectStage) is what the ledger says, once settled.
+  const ledgerStage = new Map(
+    (
+      await stack.ledger.sql<{ effectId: string; stage: string }[]>`
+        SELECT effect_id AS "effectId", stage FROM effects WHERE effect_id LIKE ${`${prefix}-%`}`
+    ).map((r) => [r.effectId, r.stage]),
+  );
+  for (const open of report.inProgress) {
+    const inLedger = ledgerStage.get(open.effectId);
+    if (inLedger && open.stage !== inLedger && waitsForPerson({ status: 'RUNNING', awaiting: open.awaiting ?? '' }))
+      violations.push({
+        kind: 'stage_mismatch',
+        effectId: open.effectId,
+        detail: `its workflow shows ${open.stage}, the ledger ${inLedger}, while it waits for a person (${(open.awaiting ?? '').slice(0, 100)})`,
+      });
+  }
   // UNKNOWN means a request may have left: not when every attempt of the waiting step was answered "not sent".
   for (const row of await stack.ledger.sql<{ effectId: string; attempts: number }[]>`
     SELECT e.effect_id AS "effectId", count(a.attempt_id)::int AS attempts
