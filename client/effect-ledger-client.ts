@@ -14,14 +14,14 @@ import { destinationContracts } from '../activities/destinations/registry.js';
 import type { DecisionKind } from '../domain/decisions.js';
 import { type EffectStage, isTerminal } from '../domain/stages.js';
 import type { LedgerDb } from '../ledger/db.js';
-import { EffectNotFoundError, RevisionRefusedError } from '../ledger/errors.js';
+import { EffectNotFoundError, EffectNotRunningError, RevisionRefusedError } from '../ledger/errors.js';
 import { effectFingerprint } from '../ledger/fingerprint.js';
 import { type EffectRow, registerEffect } from '../ledger/registration.js';
 import { readRevisions, recordRevision } from '../ledger/revision.js';
+import { listStartFailures, readStartFailure } from '../ledger/start-failures.js';
 import {
   type EffectTrail,
   listEffectsByStage,
-  listUnfinishedEffects,
   readEffect,
   readFact,
   readReleasedSteps,
@@ -46,6 +46,8 @@ import {
 } from '../workflows/search-attributes.js';
 import { approvalRecords, validateEffectRequest } from './effect-request.js';
 import { planRevision, type RevisionRequest } from './effect-revision.js';
+import { type ReconcilerPassOptions, type ReconcilerPassReport, runReconcilerPass } from './reconciler-pass.js';
+import { keywordValue, staticSummaryText } from './temporal-limits.js';
 
 export interface EffectLedgerClientOptions {
   client: Client;
@@ -61,6 +63,8 @@ export interface EffectLedgerClientOptions {
   readbackMaxIntervalMs?: number;
   /** Overrides every destination's absence grace (tests that do not exercise it set 0). */
   absenceGraceMs?: number;
+  /** Unfinished effects the ledger reconciler reads per page (default 500; docs/reconciler.md). */
+  reconcilerPageSize?: number;
 }
 
 const DEFAULT_READBACK_INTERVAL_MS = 10 * 60 * 1000;
@@ -168,6 +172,7 @@ export class EffectLedgerClient {
       ...this.stepInput(s.step, s.destination),
       ...(revised && 'idempotencyKey' in s ? { idempotencyKey: String(s.idempotencyKey) } : {}),
     }));
+    // Within Temporal's limits on any server (temporal-limits.ts): a start refused for its size never runs.
     const summary = `${effect.effectId} · ${effect.destination} ${effect.operation} · ${effect.summary}`;
     const input: EffectInput = {
       effectId: effect.effectId,
@@ -199,9 +204,9 @@ export class EffectLedgerClient {
           { key: effectStageKey, value: effect.stage },
           { key: effectDestinationKey, value: effect.destination },
           { key: effectOperationKey, value: effect.operation },
-          { key: effectSummaryKey, value: summary },
+          { key: effectSummaryKey, value: keywordValue(summary) },
         ],
-        staticSummary: summary,
+        staticSummary: staticSummaryText(summary),
         staticDetails: [
           `**Effect** \`${effect.effectId}\``,
           '',
@@ -232,35 +237,17 @@ export class EffectLedgerClient {
   }
 
   /**
-   * The ledger against Temporal: every effect the ledger shows as not terminal (and not just approved,
-   * `olderThanMs`) whose workflow is not running gets a run again. Temporal's visibility narrows the
-   * candidates; each is confirmed with a describe before it is started.
+   * One ledger reconciler pass (reconciler-pass.ts, docs/reconciler.md): every effect the ledger shows as
+   * not terminal (and not just approved, `olderThanMs`) whose workflow is not running gets a run again. It
+   * pages through all of them, asks visibility in bulk, describes only the candidates, and survives any
+   * effect whose start fails (recorded with why; the report counts it).
    */
-  async resumeStranded(olderThanMs = 30_000, onProgress?: () => void): Promise<{ checked: number; resumed: string[] }> {
-    const open = await listUnfinishedEffects(this.options.db, olderThanMs);
-    const running = new Set<string>();
-    const query = `WorkflowType = '${EFFECT_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running'`;
-    for await (const execution of this.options.client.workflow.list({ query })) running.add(execution.workflowId);
-    const resumed: string[] = [];
-    for (const effect of open) {
-      onProgress?.();
-      if (running.has(effect.effectId) || (await this.isRunning(effect.effectId))) continue;
-      // Its last run may have finished it since the list was read: the ledger decides, read afresh.
-      const now = await readEffect(this.options.db, effect.effectId);
-      if (!now || isTerminal(now.stage as EffectStage)) continue;
-      await this.startRun(now);
-      resumed.push(effect.effectId);
-    }
-    return { checked: open.length, resumed };
-  }
-
-  private async isRunning(effectId: string): Promise<boolean> {
-    try {
-      return (await this.options.client.workflow.getHandle(effectId).describe()).status.name === 'RUNNING';
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return false;
-      throw error;
-    }
+  async resumeStranded(options: ReconcilerPassOptions = {}): Promise<ReconcilerPassReport> {
+    const pageSize = options.pageSize ?? this.options.reconcilerPageSize;
+    return runReconcilerPass(
+      { client: this.options.client, db: this.options.db, start: (effect) => this.startRun(effect) },
+      { ...options, ...(pageSize ? { pageSize } : {}) },
+    );
   }
 
   /** Waits for the effect's workflow to finish (or to be reported as finished by the ledger). */
@@ -298,13 +285,33 @@ export class EffectLedgerClient {
     /** Names this decision: sent again (after a timeout, say) with the same ID, it is one decision. */
     decisionId: string = randomUUID(),
   ): Promise<DecideResponse> {
-    return this.options.client.workflow
-      .getHandle(effectId)
-      .executeUpdate(decideUpdate, { args: [{ decision, ...payload }], updateId: decisionId });
+    try {
+      return await this.options.client.workflow
+        .getHandle(effectId)
+        .executeUpdate(decideUpdate, { args: [{ decision, ...payload }], updateId: decisionId });
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+      // No run took it: say what the ledger knows instead of Temporal's bare "not found".
+      const effect = await readEffect(this.options.db, effectId);
+      if (!effect) throw new EffectNotFoundError(effectId);
+      const stage = effect.stage as EffectStage;
+      const failure = isTerminal(stage) ? null : await readStartFailure(this.options.db, effectId);
+      throw new EffectNotRunningError(
+        effectId,
+        stage,
+        isTerminal(stage),
+        failure ? { reason: failure.reason, since: failure.firstFailedAt, failures: failure.failures } : null,
+      );
+    }
   }
 
   listByStage(stage: EffectStage, limit?: number) {
     return listEffectsByStage(this.options.db, stage, limit);
+  }
+
+  /** Effects the ledger reconciler's latest passes could not start, and why: they have no workflow. */
+  listUnstartable(limit?: number) {
+    return listStartFailures(this.options.db, limit);
   }
 
   private async live(effectId: string): Promise<EffectStatus | null> {

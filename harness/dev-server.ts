@@ -19,7 +19,7 @@ export interface DevServerOptions {
   /** Persist history in this SQLite file; omit for in-memory (tests). */
   dbFilename?: string;
   config?: TemporalConfig;
-  /** More `temporal server start-dev` arguments (a chaos run's `--dynamic-config-value` limits, say). */
+  /** More `temporal server start-dev` arguments, e.g. `--dynamic-config-value` for a server's limits. */
   extraArgs?: string[];
 }
 

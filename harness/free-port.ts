@@ -11,3 +11,13 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** `preferred` when nothing listens on it (a port a person may know, e.g. Mailpit's 8025), else a free one. */
+export async function preferredPort(preferred: number): Promise<number> {
+  const free = await new Promise<boolean>((done) => {
+    const probe = createServer()
+      .once('error', () => done(false))
+      .listen(preferred, '127.0.0.1', () => probe.close(() => done(true)));
+  });
+  return free ? preferred : freePort();
+}

@@ -91,6 +91,8 @@ export interface StackOptions {
   ui?: boolean;
   /** Names the throwaway database (effect_ledger_<purpose>_<random>). */
   purpose?: string;
+  /** More dev-server arguments (its limits, say); the dev server only, not the cluster target. */
+  devServerArgs?: string[];
 }
 
 export async function startStack({
@@ -98,6 +100,7 @@ export async function startStack({
   purpose = 'test',
   absenceGraceMs = 0,
   readbackMaxIntervalMs = 5000,
+  devServerArgs,
   ...clientOptions
 }: StackOptions = {}): Promise<Stack> {
   const config = loadTemporalConfig();
@@ -107,7 +110,7 @@ export async function startStack({
   bundle ??= bundleEffectWorkflows();
   const uiPort = ui ? await freePort() : undefined;
   const [env, simulator] = await Promise.all([
-    startTemporal({ config, uiPort }),
+    startTemporal({ config, uiPort, ...(devServerArgs ? { extraArgs: devServerArgs } : {}) }),
     startSimulator(),
     migrateLedger(databaseUrl.toString()),
   ]);

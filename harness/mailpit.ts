@@ -24,8 +24,10 @@ export function mailpitBinary(): string {
   return process.env.MAILPIT_BIN ?? (existsSync(local) ? local : 'mailpit');
 }
 
-export async function startMailpit(): Promise<MailpitServer> {
-  const [smtpPort, httpPort] = [await freePort(), await freePort()];
+/** Free ports unless given (the demo prefers Mailpit's usual 1025 and 8025). */
+export async function startMailpit(ports: { smtpPort?: number; httpPort?: number } = {}): Promise<MailpitServer> {
+  const smtpPort = ports.smtpPort ?? (await freePort());
+  const httpPort = ports.httpPort ?? (await freePort());
   const url = `http://127.0.0.1:${httpPort}`;
   const server = startGuarded(mailpitBinary(), [
     '--smtp',
@@ -41,7 +43,8 @@ export async function startMailpit(): Promise<MailpitServer> {
   ]);
   await waitFor(
     async () => {
-      if (server.child.exitCode !== null) throw new Error(`mailpit exited: ${server.output()}`);
+      if (server.child.exitCode !== null)
+        throw new Error(`mailpit (${mailpitBinary()}) exited: ${server.output() || 'no output'}`);
       return (await fetch(`${url}/api/v1/info`)).ok;
     },
     'Mailpit to answer',

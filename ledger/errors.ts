@@ -64,3 +64,28 @@ export class RevisionRefusedError extends Error {
     super(`revision of effect ${effectId} refused (${code}): ${message}`);
   }
 }
+
+/**
+ * A decision for an effect that has no running workflow to take it: finished, or stranded (the ledger shows
+ * it unfinished, Temporal runs nothing for it). Nothing was delivered and nothing written.
+ */
+export class EffectNotRunningError extends Error {
+  override readonly name = 'EffectNotRunningError';
+  constructor(
+    readonly effectId: string,
+    readonly stage: string,
+    readonly finished: boolean,
+    /** Set while the ledger reconciler cannot start it: since when, how many tries, and why. */
+    readonly startFailure: { reason: string; since: Date; failures: number } | null = null,
+  ) {
+    super(
+      finished
+        ? `effect ${effectId} is ${stage}: it is finished and its workflow has closed; there is nothing to decide`
+        : `effect ${effectId} is ${stage} in the ledger but has no running workflow (stranded), so no decision can reach it; ${
+            startFailure
+              ? `the ledger reconciler has failed to start it since ${startFailure.since.toISOString()} (failed starts: ${startFailure.failures}): ${startFailure.reason}. Fix that cause (docs/reconciler.md), then decide again once it runs`
+              : 'the ledger reconciler starts it again within its period; decide again once it runs'
+          }`,
+    );
+  }
+}

@@ -23,7 +23,7 @@ import { DEDUPE_MECHANISMS } from '../domain/destination-contract.js';
 import { EFFECT_ID_SOURCE } from '../domain/effect-id.js';
 import { MAIN_STEP, REVISION_SEPARATOR, STEP_SEPARATOR, STEP_SOURCE } from '../domain/idempotency-key.js';
 import { CONFIRMATION_METHODS, COVERAGES, EVIDENCE_KINDS, EVIDENCE_OUTCOMES } from '../domain/outcomes.js';
-import { EFFECT_STAGES } from '../domain/stages.js';
+import { EFFECT_STAGES, TERMINAL_STAGES } from '../domain/stages.js';
 import { literal, oneOf, pattern } from './sql-words.js';
 
 type Column = Parameters<typeof sql>[1];
@@ -82,6 +82,11 @@ export const effects = pgTable(
     check('operation_length', sql`length(${t.operation}) BETWEEN 1 AND 64`),
     check('effect_revision_positive', sql`${t.revision} >= 1`),
     index('effects_stage_idx').on(t.stage, t.stageChangedAt),
+    // The ledger reconciler pages through the unfinished effects by effect ID (keyset); terminal ones, the
+    // bulk of the table over time, are not in this index at all (ledger/trail.ts, listUnfinishedEffects).
+    index('effects_unfinished_idx')
+      .on(t.effectId)
+      .where(sql`${t.stage} NOT IN (${oneOf(TERMINAL_STAGES)})`),
   ],
 );
 
@@ -286,5 +291,31 @@ export const decisions = pgTable(
     check('rejected_decision_says_why', sql`${t.accepted} OR ${t.rejectionReason} IS NOT NULL`),
     check('accepted_decision_has_actor', sql`NOT ${t.accepted} OR length(${t.actor}) BETWEEN 1 AND 200`),
     index('decisions_effect_idx').on(t.effectId),
+  ],
+);
+
+/**
+ * Effects the ledger reconciler could not give a running workflow, and why (docs/reconciler.md). Operational
+ * state about Temporal, not one of the records: a pass that fails to start an effect upserts its row, a start
+ * that succeeds deletes it, and a pass that got through every page deletes the rows no pass has refreshed
+ * since it began. So a row means "the latest passes could not start this effect", for as long as they cannot.
+ */
+export const startFailures = pgTable(
+  'start_failures',
+  {
+    effectId: text('effect_id')
+      .primaryKey()
+      .references(() => effects.effectId),
+    // What the start said, e.g. the server's refusal of a search attribute past its limit.
+    reason: text('reason').notNull(),
+    firstFailedAt: timestamp('first_failed_at', { withTimezone: true }).notNull().defaultNow(),
+    lastFailedAt: timestamp('last_failed_at', { withTimezone: true }).notNull().defaultNow(),
+    // Failed starts since the first: every pass of every worker counts.
+    failures: integer('failures').notNull().default(1),
+  },
+  (t) => [
+    check('start_failure_reason_length', sql`length(${t.reason}) BETWEEN 1 AND 2000`),
+    check('start_failures_positive', sql`${t.failures} >= 1`),
+    check('start_failure_times_ordered', sql`${t.firstFailedAt} <= ${t.lastFailedAt}`),
   ],
 );

@@ -1,10 +1,11 @@
 // Reads that answer an operator's questions: how many attempts, which approval, was the provider
 // contacted, which external object is the result, on what evidence.
-import { and, asc, desc, eq, lt, max, notInArray, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, lt, max, sql } from 'drizzle-orm';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
 import { type EffectStage, isTerminal, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
-import { attempts, decisions, effects, facts, providerEvidence, releases, revisions } from './schema.js';
+import { attempts, decisions, effects, facts, providerEvidence, releases, revisions, startFailures } from './schema.js';
+import { oneOf } from './sql-words.js';
 
 export interface EffectTrail {
   effect: typeof effects.$inferSelect;
@@ -69,6 +70,8 @@ export interface EffectListing {
   lastAttemptAt: Date | null;
   /** The latest evidence's reason: why the effect is where it is. */
   lastReason: string | null;
+  /** Set while the ledger reconciler cannot start its workflow: it has none, whatever its stage says. */
+  startFailure: { reason: string; since: Date; failures: number } | null;
 }
 
 export async function listEffectsByStage(db: LedgerDb, stage: EffectStage, limit = 100): Promise<EffectListing[]> {
@@ -87,12 +90,23 @@ export async function listEffectsByStage(db: LedgerDb, stage: EffectStage, limit
       lastReason: sql<
         string | null
       >`(SELECT e.detail->>'reason' FROM ${providerEvidence} e WHERE e.effect_id = "effects"."effect_id" ORDER BY e.evidence_id DESC LIMIT 1)`,
+      startFailureReason: startFailures.reason,
+      startFailureSince: startFailures.firstFailedAt,
+      startFailures: startFailures.failures,
     })
     .from(effects)
+    .leftJoin(startFailures, eq(startFailures.effectId, effects.effectId))
     .where(eq(effects.stage, stage))
     .orderBy(desc(effects.stageChangedAt))
     .limit(limit);
-  return rows.map((r) => ({ ...r, lastAttemptAt: r.lastAttemptAt ? new Date(r.lastAttemptAt) : null }));
+  return rows.map(({ startFailureReason, startFailureSince, startFailures: failures, ...r }) => ({
+    ...r,
+    lastAttemptAt: r.lastAttemptAt ? new Date(r.lastAttemptAt) : null,
+    startFailure:
+      startFailureReason !== null && startFailureSince !== null
+        ? { reason: startFailureReason, since: startFailureSince, failures: failures ?? 1 }
+        : null,
+  }));
 }
 
 export async function readEffect(db: LedgerDb, effectId: string): Promise<typeof effects.$inferSelect | null> {
@@ -162,21 +176,38 @@ export async function lastAttemptStartedAt(db: LedgerDb, effectId: string, step:
   return row?.at ?? null;
 }
 
-/** Effects the ledger shows as not terminal, whose stage last moved before `olderThanMs` ago. */
-export async function listUnfinishedEffects(
-  db: LedgerDb,
-  olderThanMs: number,
-  limit = 10_000,
-): Promise<(typeof effects.$inferSelect)[]> {
+/** What a reconciler pass needs of an unfinished effect to decide whether to look further. */
+export interface UnfinishedEffect {
+  effectId: string;
+  stage: string;
+}
+
+export interface UnfinishedPage {
+  /** Effects whose stage last moved before this long ago (their approver may still be starting the rest). */
+  olderThanMs: number;
+  /** Keyset cursor: only effect IDs after this one (the last of the previous page). */
+  after?: string;
+  limit: number;
+}
+
+/**
+ * One page of the effects the ledger shows as not terminal, by effect ID: a pass reads page after page
+ * (keyset, so each page costs the same however deep it is) until one comes back short. The effect ID never
+ * changes, so an effect that moves during a pass is neither skipped nor read twice. effects_unfinished_idx
+ * holds only unfinished effects; its predicate is spelled here as it is there, with literals, so the planner
+ * can use it whatever plan the statement gets.
+ */
+export async function listUnfinishedEffects(db: LedgerDb, page: UnfinishedPage): Promise<UnfinishedEffect[]> {
   return db
-    .select()
+    .select({ effectId: effects.effectId, stage: effects.stage })
     .from(effects)
     .where(
       and(
-        notInArray(effects.stage, [...TERMINAL_STAGES]),
-        lt(effects.stageChangedAt, sql`now() - make_interval(secs => ${olderThanMs / 1000})`),
+        sql`${effects.stage} NOT IN (${oneOf(TERMINAL_STAGES)})`,
+        page.after === undefined ? undefined : gt(effects.effectId, page.after),
+        lt(effects.stageChangedAt, sql`now() - make_interval(secs => ${page.olderThanMs / 1000})`),
       ),
     )
-    .orderBy(asc(effects.stageChangedAt))
-    .limit(limit);
+    .orderBy(asc(effects.effectId))
+    .limit(page.limit);
 }

@@ -2,14 +2,16 @@
 // effect: the command-line face of the backend API.
 //   effect approve [file|-]        approve the effect described by a JSON request (stdin by default)
 //   effect status ID               the ledger trail and the workflow's live view
-//   effect list --stage STAGE      effects in a stage (with the latest attempt's start and reason)
+//   effect list --stage STAGE      effects in a stage (with the latest attempt's start and reason, and why the
+//                                  reconciler cannot start one that has no workflow)
+//   effect list --unstartable      effects the ledger reconciler cannot start, whatever their stage, and why
 //   effect decide ID approve-retry|confirm|abandon --actor WHO --reason WHY [--external-id X] [--external-url U]
 //                 [--attempt N] [--decision-id ID]
 //   effect revise ID [file|-] --approved-by WHO --reason WHY [--authorization-ref REF]
 //                 a person's new revision of a rejected effect: the file holds {"payload": {…}} (or the payload)
 //   effect audit [--destination D] [--since T]   the ledger against each destination's records and Temporal
 // Every command takes --json. Exit codes: 0 ok, 2 invalid input, 3 conflict (or a revision refused), 4 not found,
-// 5 decision not accepted, 6 audit findings, 1 other.
+// 5 decision not accepted (or no running workflow to take it), 6 audit findings, 1 other.
 import { readFileSync } from 'node:fs';
 import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
@@ -23,6 +25,7 @@ import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
 import {
   EffectConflictError,
   EffectNotFoundError,
+  EffectNotRunningError,
   InvalidEffectRequestError,
   RevisionRefusedError,
 } from '../ledger/errors.js';
@@ -137,13 +140,31 @@ export function buildProgram(): Command {
     });
   program
     .command('list')
-    .description('effects in a stage, most recently moved first')
-    .requiredOption('--stage <stage>', `one of ${EFFECT_STAGES.join(', ')}`, parseStage)
+    .description('effects in a stage, most recently moved first; or (--unstartable) those the reconciler cannot start')
+    .option('--stage <stage>', `one of ${EFFECT_STAGES.join(', ')}`, parseStage)
+    .option('--unstartable', 'effects the ledger reconciler cannot start (no workflow runs them), longest first')
     .option('--limit <n>', 'at most this many', (v) => Number.parseInt(v, 10), 100)
     .option('--json', 'print JSON')
-    .action(async (opts: { stage: EffectStage; limit: number; json?: boolean }) => {
+    .action(async (opts: { stage?: EffectStage; unstartable?: boolean; limit: number; json?: boolean }) => {
+      if (!opts.stage === !opts.unstartable) throw new InvalidArgumentError('give --stage STAGE or --unstartable');
       await withSession(async ({ effects }) => {
-        const rows = await effects.listByStage(opts.stage, opts.limit);
+        if (opts.unstartable) {
+          const rows = await effects.listUnstartable(opts.limit);
+          print(
+            !!opts.json,
+            rows,
+            () =>
+              rows
+                .map(
+                  (r) =>
+                    `${r.effectId}\t${r.stage} since ${r.stageChangedAt.toISOString()}\tno workflow: could not start since ${r.firstFailedAt.toISOString()} (failed starts: ${r.failures})\t${r.destination} ${r.operation}: ${r.summary}\t${r.reason}`,
+                )
+                .join('\n') || '(no effects the reconciler cannot start)',
+          );
+          return;
+        }
+        const stage = opts.stage as EffectStage;
+        const rows = await effects.listByStage(stage, opts.limit);
         print(
           !!opts.json,
           rows,
@@ -151,9 +172,13 @@ export function buildProgram(): Command {
             rows
               .map(
                 (r) =>
-                  `${r.effectId}\t${r.stage} since ${r.stageChangedAt.toISOString()}\tattempt started ${r.lastAttemptAt?.toISOString() ?? '-'}\t${r.destination} ${r.operation}: ${r.summary}\t${r.lastReason ?? ''}`,
+                  `${r.effectId}\t${r.stage} since ${r.stageChangedAt.toISOString()}\tattempt started ${r.lastAttemptAt?.toISOString() ?? '-'}\t${r.destination} ${r.operation}: ${r.summary}\t${r.lastReason ?? ''}${
+                    r.startFailure
+                      ? `\tNO WORKFLOW: the reconciler could not start it since ${r.startFailure.since.toISOString()} (failed starts: ${r.startFailure.failures}): ${r.startFailure.reason}`
+                      : ''
+                  }`,
               )
-              .join('\n') || `(no effects in ${opts.stage})`,
+              .join('\n') || `(no effects in ${stage})`,
         );
       });
     });
@@ -296,6 +321,7 @@ export function exitCodeFor(error: unknown): number {
   if (error instanceof WorkflowNotFoundError) return EXIT.notFound;
   if (error instanceof EffectConflictError || error instanceof RevisionRefusedError) return EXIT.conflict;
   if (error instanceof EffectNotFoundError) return EXIT.notFound;
+  if (error instanceof EffectNotRunningError) return EXIT.refused;
   return EXIT.failure;
 }
 

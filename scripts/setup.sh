@@ -19,8 +19,8 @@ if [ -z "${TEMPORAL_CLI:-}" ] && ! command -v temporal >/dev/null && [ ! -x bin/
   cli_build_pid=$!
 fi
 
-# 0b. Mailpit and Toxiproxy for the real-destination tests, built the same way and at the same time (each
-#     skipped when bin/ or PATH already has it). nats-server is Debian's; the tests start one if none answers.
+# 0b. Mailpit and Toxiproxy for the real destinations (tests and demo), built at the same time (each
+#     skipped when bin/ or PATH already has it); step 4 waits for them. nats-server is Debian's; the tests start one if none answers.
 go_tool_pids=()
 go_tool_logs=()
 build_go_tool() { # <name in bin/> <module@version> <binary go install makes>
@@ -34,8 +34,15 @@ build_go_tool() { # <name in bin/> <module@version> <binary go install makes>
   go_tool_pids+=($!)
   go_tool_logs+=("$1:$log")
 }
-build_go_tool mailpit github.com/axllent/mailpit@v1.33.1 mailpit
 build_go_tool toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server@v2.12.0 server
+# Mailpit with its web UI (go install alone makes one whose UI is a blank page): scripts/build-mailpit.sh.
+if [ ! -x bin/mailpit ] && ! command -v mailpit >/dev/null && command -v go >/dev/null; then
+  step "building mailpit with its web UI in the background (scripts/build-mailpit.sh)"
+  mailpit_log=$(mktemp)
+  bash scripts/build-mailpit.sh bin/mailpit >"$mailpit_log" 2>&1 &
+  go_tool_pids+=($!)
+  go_tool_logs+=("mailpit:$mailpit_log")
+fi
 if ! command -v nats-server >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   step "installing nats-server from Debian's packages"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null

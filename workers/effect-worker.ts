@@ -12,7 +12,7 @@ import {
 } from '@temporalio/worker';
 import { type ActivityDeps, createActivities } from '../activities/index.js';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
-import { createReconcilerActivities } from './ledger-reconciler.js';
+import { createReconcilerActivities, type ReconcilerPassObserver } from './ledger-reconciler.js';
 
 // index.ts beside this module's source under tsx; index.js beside the compiled package's module.
 export const workflowsPath = fileURLToPath(
@@ -38,6 +38,8 @@ export interface EffectWorkerOptions extends ActivityDeps {
   identity?: string;
   /** With a client, the worker also hosts the ledger reconciler's activity (resuming stranded effects). */
   effects?: EffectLedgerClient;
+  /** Counts the reconciler activity's passes (the worker process's metrics). */
+  reconcilerObserver?: ReconcilerPassObserver;
   /**
    * On SIGTERM the worker stops polling and gives its running activities this long to finish before it
    * cancels them (default 30 s, a common orchestrator's grace): a send in flight completes and records the
@@ -56,7 +58,7 @@ export async function createEffectWorker(options: EffectWorkerOptions): Promise<
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath }),
     activities: {
       ...createActivities(options),
-      ...(options.effects ? createReconcilerActivities(options.effects) : {}),
+      ...(options.effects ? createReconcilerActivities(options.effects, options.reconcilerObserver) : {}),
     },
   });
 }

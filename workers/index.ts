@@ -9,7 +9,11 @@ export type { EffectMetrics } from '../activities/effect-metrics.js';
 export { destinationCredentials, destinationSettings, providerUrl } from './config.js';
 export { bundleEffectWorkflows, createEffectWorker, type EffectWorkerOptions, workflowsPath } from './effect-worker.js';
 export { jsonLogger } from './json-log.js';
-export { ensureReconcilerSchedule, LEDGER_RECONCILER_SCHEDULE_ID } from './ledger-reconciler.js';
+export {
+  ensureReconcilerSchedule,
+  LEDGER_RECONCILER_SCHEDULE_ID,
+  type ReconcilerPassObserver,
+} from './ledger-reconciler.js';
 export { createWorkerMetrics, serveMetrics, type WorkerMetrics } from './metrics.js';
 export { installWorkerRuntime } from './runtime.js';
 export { connectWorkerNative } from './temporal-worker-connection.js';

@@ -1,17 +1,76 @@
 // Keeps every unfinished effect moving: a Temporal Schedule (visible in the Web UI under Schedules) runs
 // the ledger reconciler workflow every period; its activity, hosted here with a Temporal client,
-// resumes effects the ledger shows as not terminal and Temporal shows as not running.
+// resumes effects the ledger shows as not terminal and Temporal shows as not running (docs/reconciler.md).
 import { Context } from '@temporalio/activity';
 import { type Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import type { ReconcilerPassCursor, ReconcilerPassReport } from '../client/reconciler-pass.js';
 import { LEDGER_RECONCILER_WORKFLOW_TYPE, type LedgerReconcilerActivities } from '../workflows/ledger-reconciler.js';
 
 export const LEDGER_RECONCILER_SCHEDULE_ID = 'effect-ledger-reconciler';
 
-export function createReconcilerActivities(effects: EffectLedgerClient): LedgerReconcilerActivities {
+/** Who ran a pass: the schedule's workflow (what operators see) or a worker's own timer. */
+export type PassTrigger = 'schedule' | 'timer';
+
+/** What a worker does with each pass besides logging it: its metrics count it (metrics.ts). */
+export interface ReconcilerPassObserver {
+  passed(report: ReconcilerPassReport): void;
+  failed(): void;
+}
+
+/** The fields of a pass's JSON log line ("ledger reconciler pass"): the counts, and why each start failed. */
+export function passLogFields(report: ReconcilerPassReport, trigger: PassTrigger) {
   return {
-    resumeStrandedEffects: (olderThanMs) => effects.resumeStranded(olderThanMs, () => Context.current().heartbeat()),
+    trigger,
+    checked: report.checked,
+    running: report.running,
+    described: report.described,
+    resumed: report.resumed,
+    couldNotStart: report.couldNotStart,
+    pages: report.pages,
+    durationMs: report.durationMs,
+    timings: report.timings,
+    ...(report.resumedEffects.length ? { resumedEffects: report.resumedEffects } : {}),
+    ...(report.failures.length ? { failures: report.failures } : {}),
+    ...(report.resumedAfter ? { resumedAfter: report.resumedAfter } : {}),
   };
+}
+
+export function createReconcilerActivities(
+  effects: EffectLedgerClient,
+  observer?: ReconcilerPassObserver,
+): LedgerReconcilerActivities {
+  return {
+    async resumeStrandedEffects(olderThanMs) {
+      const context = Context.current();
+      // A retry of a pass interrupted mid-way (its worker died) continues from the last page it finished.
+      let cursor = passCursor(context.info.heartbeatDetails);
+      try {
+        const report = await effects.resumeStranded({
+          olderThanMs,
+          ...(cursor ? { resume: cursor } : {}),
+          onPage: (next) => {
+            cursor = next;
+            context.heartbeat(next);
+          },
+          onEffect: () => context.heartbeat(cursor),
+        });
+        context.log.info('ledger reconciler pass', passLogFields(report, 'schedule'));
+        observer?.passed(report);
+        return report;
+      } catch (error) {
+        observer?.failed();
+        throw error;
+      }
+    },
+  };
+}
+
+function passCursor(details: unknown): ReconcilerPassCursor | undefined {
+  const cursor = details as Partial<ReconcilerPassCursor> | undefined;
+  return typeof cursor?.after === 'string' && typeof cursor.began === 'string'
+    ? { after: cursor.after, began: cursor.began }
+    : undefined;
 }
 
 export interface ReconcilerSchedule {

@@ -4,7 +4,12 @@
 //   effect_ledger_effects{stage}                        gauge, read from the ledger at each scrape
 //   effect_ledger_oldest_unknown_age_seconds            gauge, ledger: the oldest effect waiting in UNKNOWN
 //   effect_ledger_oldest_unsettled_age_seconds          gauge, ledger: the oldest effect neither terminal nor
-//                                                       in UNKNOWN (it should move on its own within minutes)
+//                                                       in UNKNOWN (it should move on its own within minutes),
+//                                                       or one the reconciler cannot start (since it first failed)
+//   effect_ledger_unstartable_effects                   gauge, ledger: effects the reconciler cannot start
+//   effect_ledger_reconciler_passes_total{outcome}      counter: this process's passes, completed or failed
+//   effect_ledger_reconciler_effects_total{result}      counter: effects its passes checked, resumed, could not start
+//   effect_ledger_reconciler_pass_seconds               histogram: how long its completed passes took
 //   effect_ledger_attempts_total{destination}           counter: attempt rows written (a request may leave)
 //   effect_ledger_outcomes_total{destination,outcome}   counter: provider calls classified
 //   effect_ledger_readbacks_total{destination,verdict}  counter: readbacks recorded
@@ -12,16 +17,19 @@
 // The gauges are the ledger's, the same from every worker: aggregate them with max(), not sum().
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { EffectMetrics } from '../activities/effect-metrics.js';
 import { EFFECT_STAGES } from '../domain/stages.js';
 import { type StageCensus, stageCensus } from '../ledger/census.js';
 import type { LedgerDb } from '../ledger/db.js';
+import type { ReconcilerPassObserver } from './ledger-reconciler.js';
 
 export interface WorkerMetrics {
   registry: Registry;
   /** What the activities count (passed to createEffectWorker as `metrics`). */
   effects: EffectMetrics;
+  /** What the ledger reconciler's passes count (createEffectWorker's `reconcilerObserver`, and the timer's). */
+  reconciler: ReconcilerPassObserver;
 }
 
 export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
@@ -56,11 +64,37 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
   });
   new Gauge({
     name: 'effect_ledger_oldest_unsettled_age_seconds',
-    help: 'Age in its stage of the oldest effect neither terminal nor in UNKNOWN (prepared, released, attempted, reconciled): these move on their own, so a large value means stuck (0 when none)',
+    help: 'Age in its stage of the oldest effect neither terminal nor in UNKNOWN (prepared, released, attempted, reconciled), or since the reconciler first failed to start one it still cannot start: these move on their own, so a large value means stuck (0 when none)',
     registers: [registry],
     async collect() {
       this.set(ageSeconds((await census()).oldestUnsettledSince));
     },
+  });
+  new Gauge({
+    name: 'effect_ledger_unstartable_effects',
+    help: "Effects the ledger reconciler's latest passes could not start (no workflow runs for them; `effect list --unstartable` says why)",
+    registers: [registry],
+    async collect() {
+      this.set((await census()).unstartable);
+    },
+  });
+  const passes = new Counter({
+    name: 'effect_ledger_reconciler_passes_total',
+    help: "This process's ledger reconciler passes, by outcome (completed, failed)",
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  const passEffects = new Counter({
+    name: 'effect_ledger_reconciler_effects_total',
+    help: "Effects this process's reconciler passes checked, resumed, and could not start (with why: the log)",
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  const passSeconds = new Histogram({
+    name: 'effect_ledger_reconciler_pass_seconds',
+    help: "How long this process's completed ledger reconciler passes took",
+    buckets: [0.05, 0.25, 1, 5, 15, 60, 300],
+    registers: [registry],
   });
   const attempts = new Counter({
     name: 'effect_ledger_attempts_total',
@@ -94,6 +128,16 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
       readback: (destination, verdict) => readbacks.inc({ destination, verdict }),
       decision: (destination, decision, accepted) =>
         decisions.inc({ destination, decision, accepted: String(accepted) }),
+    },
+    reconciler: {
+      passed(report) {
+        passes.inc({ outcome: 'completed' });
+        passEffects.inc({ result: 'checked' }, report.checked);
+        passEffects.inc({ result: 'resumed' }, report.resumed);
+        passEffects.inc({ result: 'could_not_start' }, report.couldNotStart);
+        passSeconds.observe(report.durationMs / 1000);
+      },
+      failed: () => passes.inc({ outcome: 'failed' }),
     },
   };
 }

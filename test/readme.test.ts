@@ -1,0 +1,61 @@
+// The README is the front door: it stays short, and the backend service it shows compiles against the
+// package's own API (the types `import … from 'effect-ledger'` gets), so a newcomer's first paste works.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+
+/** The README's TypeScript block that imports the package: what a backend service writes. */
+function serviceSnippet(markdown: string): string {
+  const snippets = [...markdown.matchAll(/```ts\n([\s\S]*?)```/g)]
+    .map((m) => m[1] ?? '')
+    .filter((code) => code.includes("from 'effect-ledger'"));
+  assert.equal(snippets.length, 1, "README.md shows one service importing 'effect-ledger'");
+  return snippets[0] ?? '';
+}
+
+/** tsc's complaints about each file (name → code) as a module importing 'effect-ledger' (the sources). */
+async function compileErrors(files: Record<string, string>): Promise<string> {
+  mkdirSync(join(root, '.data'), { recursive: true });
+  const dir = mkdtempSync(join(root, '.data', 'readme-check-')); // in the tree, for node_modules; git-ignored
+  try {
+    for (const [name, code] of Object.entries(files)) writeFileSync(join(dir, name), code);
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        extends: '../../tsconfig.json',
+        compilerOptions: { paths: { 'effect-ledger': ['../../client/index.ts'] } },
+        include: [],
+        files: Object.keys(files),
+      }),
+    );
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    return await promisify(execFile)(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')]).then(
+      () => '',
+      (error: { stdout?: string; stderr?: string }) => `${error.stdout ?? ''}${error.stderr ?? ''}` || String(error),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('the README is a front door: about 200 lines at most', () => {
+  const lines = readme.split('\n').length;
+  assert.ok(lines <= 210, `README.md has ${lines} lines`);
+});
+
+test("the README's backend service compiles against the package's API", { timeout: 120_000 }, async () => {
+  const service = serviceSnippet(readme);
+  // One compile of two files: the service, and (to prove the check bites) the same with a misspelt method.
+  const broken = service.replace('effects.approve(', 'effects.aprove(');
+  assert.notEqual(broken, service);
+  const errors = await compileErrors({ 'service.ts': service, 'broken.ts': broken });
+  assert.match(errors, /broken\.ts.*aprove/);
+  assert.doesNotMatch(errors, /service\.ts/, errors);
+});
