@@ -93,12 +93,22 @@ const PLANTED: Planted[] = [
     caught: ['decision_applied_twice'],
   },
   {
-    bug: 'the reconciler dies at a poison effect: the effects stranded behind it stay stranded',
+    bug: 'the reconciler dies at a poison effect (its isolation cut): the effects stranded behind it stay stranded',
     mix: { poison: 1 },
     seed: 3001,
     effects: 3,
     caught: ['stuck'],
     reconciler: true,
+    cuts: PLANTED_CUTS['reconciler-blind'],
+  },
+  {
+    bug: 'the reconciler reads one page (its paging cut): an effect stranded behind a full page stays stranded',
+    mix: { 'page-fill': 1 },
+    seed: 3002,
+    effects: 7,
+    caught: ['stuck'],
+    reconciler: true,
+    cuts: PLANTED_CUTS['reconciler-one-page'],
   },
   {
     bug: "the in-flight window judged by the worker's clock: a worker ahead of PostgreSQL lets the retry leave",
@@ -137,6 +147,7 @@ describe('chaos run', { concurrency: 6 }, () => {
       readbacksPerRun: 10,
       maxIdLength: 100,
       suggestContinueAsNewAt: 100,
+      reconcilerPageSize: 5,
       log,
     });
     await root.start();

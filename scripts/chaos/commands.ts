@@ -440,6 +440,8 @@ export class DieAfterLedgerWrite extends Step {
   constructor(
     readonly kind: EffectKind,
     readonly mode: 'at-start' | 'race',
+    /** Put before the number in its effect ID (`zz-` sorts it after the run's other effects). */
+    readonly idTag = '',
   ) {
     super();
   }
@@ -449,7 +451,7 @@ export class DieAfterLedgerWrite extends Step {
   async run(m: Model, r: Real) {
     m.dies++;
     const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
+    const effectId = `${r.prefix}-${this.idTag}${n}`;
     const request = buildRequest(effectId, this.kind, n, 'Prepare preview');
     m.effects.push({
       effectId,

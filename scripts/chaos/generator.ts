@@ -82,6 +82,7 @@ export const FULL_MIX: Mix = {
   'revision-race': 2,
   'in-flight-retry': 1,
   poison: 1,
+  'page-fill': 1,
   reset: 1,
   'not-sent-streak': 1,
 };
@@ -100,6 +101,7 @@ export const MIXES: Record<string, Mix> = {
           'revision-race',
           'in-flight-retry',
           'poison',
+          'page-fill',
           'reset',
           'not-sent-streak',
         ].includes(g),

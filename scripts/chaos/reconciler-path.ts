@@ -54,7 +54,7 @@ export class PoisonEffect extends Step {
  * More unfinished effects than one reconciler pass reads, all older than a newly stranded one: key-less posts
  * whose send fails before anything is stored wait for a person (running, unfinished), then an approver dies
  * between its ledger write and the start. `count` is the reconciler's page plus one (ChaosStack
- * reconcilerPageSize; 10,001 against today's fixed limit, in a long configuration only).
+ * reconcilerPageSize, which the chaos run sets to 5).
  */
 export class FillReconcilerPage extends Step {
   constructor(readonly count: number) {
@@ -81,7 +81,8 @@ export class FillReconcilerPage extends Step {
       if (parked.length >= 50) await Promise.all(parked.splice(0));
     }
     await Promise.all(parked);
-    await new DieAfterLedgerWrite('task', 'at-start').run(m, r);
+    // Its ID sorts after every parked one: the reconciler pages by effect ID, so it is on the last page.
+    await new DieAfterLedgerWrite('task', 'at-start', 'zz-').run(m, r);
   }
   toString() {
     return `fill-reconciler-page(${this.count} unfinished, then one stranded)`;

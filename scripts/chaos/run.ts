@@ -505,6 +505,12 @@ export function resolveMix(mix: ChaosOptions['mix']): Mix {
   return named;
 }
 
+/** FillReconcilerPage's count: as asked, else the stack's reconciler page plus one. */
+function pageFillFor(options: ChaosOptions, stack: ChaosStack): number {
+  if (options.pageFill) return options.pageFill;
+  return stack.options.reconcilerPageSize ? stack.options.reconcilerPageSize + 1 : 0;
+}
+
 /** The skewed worker's offset for a run: 3 to 8 s ahead, from the seed, unless the options say otherwise. */
 function skewFor(asked: ChaosOptions['skewSeconds'], seed: number): number {
   if (typeof asked === 'number') return asked;
@@ -540,6 +546,8 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
       maxIdLength: 100,
       // A run past 100 events is told to continue as new: a long "not sent" streak reaches it in seconds.
       suggestContinueAsNewAt: 100,
+      // Five unfinished effects per reconciler page: a run crosses pages with a handful (FillReconcilerPage).
+      reconcilerPageSize: 5,
       log: options.log,
       ...options.stackOptions,
     });
@@ -569,7 +577,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         terminations: options.terminations,
       };
       const mix = resolveMix(options.mix);
-      const generated = chaosSteps(Math.max(10, options.effects * 3), { mix, pageFill: options.pageFill ?? 0 });
+      const generated = chaosSteps(Math.max(10, options.effects * 3), { mix, pageFill: pageFillFor(options, stack) });
       const property = fc.asyncProperty(generated, async (cmds) => {
         runs++;
         const prefix = `chaos-${seed}-${runs}`;

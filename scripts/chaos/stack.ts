@@ -65,6 +65,8 @@ export interface ChaosStackOptions {
    * never be started on this server (the chaos run's poison effect). Absent: the server's default (1000).
    */
   maxIdLength?: number;
+  /** The workers' EFFECT_LEDGER_RECONCILE_PAGE_SIZE: unfinished effects per reconciler page. */
+  reconcilerPageSize?: number;
   /** The runner's own ledger connections (default 4; a lane beside others takes fewer). */
   ledgerConnections?: number;
   /** The dev server's `limit.historyCount.suggestContinueAsNew` (events): a long run is told to continue as new soon. */
@@ -353,6 +355,9 @@ export class ChaosStack {
         env: {
           ...this.childEnvironment(WORKER_APPLICATION_NAME),
           EFFECT_LEDGER_RECONCILE_EVERY_MS: '3000',
+          ...(this.options.reconcilerPageSize
+            ? { EFFECT_LEDGER_RECONCILE_PAGE_SIZE: String(this.options.reconcilerPageSize) }
+            : {}),
           ...this.skewEnvironment(slot),
           ...this.options.workerEnv,
         },

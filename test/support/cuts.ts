@@ -50,4 +50,16 @@ export const PLANTED_CUTS = {
       replace: 'return done.size >= 0 ? [...this.steps] : [];',
     },
   ],
+  /** The reconciler's fix taken out: an effect whose start fails aborts the whole pass again. */
+  'reconciler-blind': [
+    {
+      file: 'client/reconciler-pass.ts',
+      find: 'if (temporalUnreachable(error)) throw error;',
+      replace: 'throw error;',
+    },
+  ],
+  /** The reconciler's paging taken out: a pass reads its first page and stops. */
+  'reconciler-one-page': [
+    { file: 'client/reconciler-pass.ts', find: 'if (page.length < pageSize) break;', replace: 'break;' },
+  ],
 } satisfies Record<string, Cut[]>;

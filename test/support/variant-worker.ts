@@ -126,7 +126,15 @@ const connection = await connectWorkerNative(config);
 // The cuts variant is the whole worker: the ledger reconciler too, as workers/main.ts hosts it.
 const client = variant === 'cuts' ? await connectTemporalClient(config) : undefined;
 try {
-  const effects = client && new EffectLedgerClient({ client, db: ledger.db, taskQueue: config.taskQueue });
+  const pageSize = process.env.EFFECT_LEDGER_RECONCILE_PAGE_SIZE;
+  const effects =
+    client &&
+    new EffectLedgerClient({
+      client,
+      db: ledger.db,
+      taskQueue: config.taskQueue,
+      ...(pageSize ? { reconcilerPageSize: Number(pageSize) } : {}),
+    });
   const everyMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
   if (client)
     await ensureReconcilerSchedule(client, {
@@ -146,7 +154,7 @@ try {
   const pass =
     effects &&
     setInterval(() => {
-      effects.resumeStranded(Math.min(30_000, everyMs)).catch(() => {});
+      effects.resumeStranded({ olderThanMs: Math.min(30_000, everyMs) }).catch(() => {});
     }, everyMs);
   pass?.unref();
   await worker.run();
