@@ -149,6 +149,7 @@ const vias = fc.tuple(
 const gap: fc.Arbitrary<Gap> = fc.oneof(
   { arbitrary: fc.integer({ min: 0, max: 300 }), weight: 3 },
   { arbitrary: fc.constant<Gap>('during-readback'), weight: 1 },
+  { arbitrary: fc.constant<Gap>('barrier'), weight: 2 },
 );
 const second = fc.constantFrom<'approve-retry' | 'abandon' | 'confirm-delivery'>(
   'approve-retry',

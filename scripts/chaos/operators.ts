@@ -33,8 +33,14 @@ import {
 
 const SECOND_OPERATOR = 'ops-2@example.com';
 export type SecondDecision = DecisionKindSent;
-/** When the second operator acts: this many ms after the first, or while a readback runs. */
-export type Gap = number | 'during-readback';
+/**
+ * When the second operator acts: this many ms after the first, while a readback runs, or at a barrier (both
+ * sent while every worker is stopped, so the workflow takes both in one task: the second is queued for sure).
+ */
+export type Gap = number | 'during-readback' | 'barrier';
+
+const gapText = (gap: Gap) =>
+  typeof gap === 'number' ? `${gap} ms later` : gap === 'barrier' ? 'at a barrier' : 'during the readback';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -100,31 +106,41 @@ export async function twoOperators(
     if (found) secondPayload = { ...secondPayload, externalId: found.id };
     else secondKind = 'abandon';
   }
-  bump(
-    r,
-    `two operators: ${first.kind} then ${secondKind}${typeof gap === 'number' ? ` ${gap} ms later` : ' during a readback'}`,
-  );
+  bump(r, `two operators: ${first.kind} then ${secondKind} ${gapText(gap)}`);
   r.log(
-    `operators: ${effectId}${seen.step === MAIN_STEP ? '' : ` (step ${seen.step})`} attempt ${seen.attempt}: ${first.kind}, then ${secondKind} ${typeof gap === 'number' ? `${gap} ms later` : 'during the readback'}`,
+    `operators: ${effectId}${seen.step === MAIN_STEP ? '' : ` (step ${seen.step})`} attempt ${seen.attempt}: ${first.kind}, then ${secondKind} ${gapText(gap)}`,
   );
   const decisionId = (via: string) => (via === 'update' ? { decisionId: randomUUID() } : {});
-  const one = sendDecision(
-    r,
-    effectId,
-    first.kind,
-    { ...first.payload, ...bind },
-    { via: vias[0], seen, ...decisionId(vias[0]) },
-  );
+  const send = () =>
+    sendDecision(
+      r,
+      effectId,
+      first.kind,
+      { ...first.payload, ...bind },
+      { via: vias[0], seen, ...decisionId(vias[0]) },
+    );
+  const sendSecond = () =>
+    sendDecision(r, effectId, secondKind, secondPayload, {
+      via: vias[1],
+      seen,
+      operator: SECOND_OPERATOR,
+      ...decisionId(vias[1]),
+    });
+  if (gap === 'barrier') {
+    const both = await r.stack.withWorkersStopped(async () => {
+      const sent = [send()];
+      await sleep(50);
+      sent.push(sendSecond());
+      await sleep(400);
+      return sent;
+    }, 1500);
+    return Promise.all(both);
+  }
+  const one = send();
   if (gap === 'during-readback')
     await until(async () => /^readback/.test((await liveView(r, effectId, 1000))?.awaiting ?? ''), 5000, 20);
   else await sleep(gap);
-  const two = sendDecision(r, effectId, secondKind, secondPayload, {
-    via: vias[1],
-    seen,
-    operator: SECOND_OPERATOR,
-    ...decisionId(vias[1]),
-  });
-  return Promise.all([one, two]);
+  return Promise.all([one, sendSecond()]);
 }
 
 /** Two operators on whichever effect of the run waits in UNKNOWN now (multi-step ones first, when asked). */
@@ -153,7 +169,7 @@ export class TwoOperators extends Step {
     await twoOperators(r, chosen.effectId, this.second, this.gap, this.vias, this.bindAttempt);
   }
   toString() {
-    return `two-operators(then ${this.second} ${typeof this.gap === 'number' ? `+${this.gap} ms` : 'during readback'}, ${this.vias.join('/')}${this.bindAttempt ? ', bound to the attempt' : ''}, #${this.index})`;
+    return `two-operators(then ${this.second} ${gapText(this.gap)}, ${this.vias.join('/')}${this.bindAttempt ? ', bound to the attempt' : ''}, #${this.index})`;
   }
 }
 
@@ -271,9 +287,7 @@ export class CrossStepDecisions extends Step {
     await twoOperators(r, effectId, this.second, this.gap, this.vias, false, this.waitForObject);
   }
   toString() {
-    const second = this.second
-      ? `, two operators (then ${this.second} ${typeof this.gap === 'number' ? `+${this.gap} ms` : 'during readback'})`
-      : '';
+    const second = this.second ? `, two operators (then ${this.second} ${gapText(this.gap)})` : '';
     return `cross-step(${this.kind}${this.shortRuns ? ' short runs' : ''}${this.waitForObject ? ', first operator waits for the object' : ''}, first: ${this.first ? faultText(this.first) : '-'}, later: ${this.later ? faultText(this.later) : '-'}${second})`;
   }
 }

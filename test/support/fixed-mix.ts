@@ -16,3 +16,11 @@ export const FIXED_MIX: Mix = Object.fromEntries(
   Object.entries(FULL_MIX).filter(([group]) => !OPEN_BUGS.includes(group as Group)),
 );
 export const FIXED_SKEW: number | 'seeded' = 0;
+
+/**
+ * Findings of the chaos run no fix has taken up yet, left out of the fixed seeds' verdict (and reported): a run
+ * resumed by the reconciler after its predecessor was terminated in a "not sent" pause reads back and waits for
+ * a person, though nothing was ever sent (seed 4242: unknown_without_send). The continue-as-new path is the
+ * `decisions` helper's; this one is not.
+ */
+export const OPEN_FINDINGS: string[] = ['unknown_without_send'];
