@@ -47,6 +47,7 @@ interface Planted {
   caught: string[];
   workers?: number;
   skewSeconds?: number;
+  skewedSlot?: number;
   /** The path needs the ledger reconciler's pass every 3 s (other lanes run it every 30 s: less load). */
   reconciler?: boolean;
   /** Once the fix is merged: the cut that takes it out again. Absent: today's code still has the bug. */
@@ -92,7 +93,7 @@ const PLANTED: Planted[] = [
     bug: 'an update re-sent with the same decision ID after a continue-as-new counts twice',
     mix: { resent: 1 },
     seed: 2001,
-    effects: 1,
+    effects: 2,
     caught: ['decision_applied_twice'],
   },
   {
@@ -118,7 +119,8 @@ const PLANTED: Planted[] = [
     mix: { 'in-flight-retry': 1 },
     seed: 4001,
     effects: 3,
-    workers: 2,
+    // The lane's one worker is the skewed one: every readback judges the window on a clock 8 s ahead.
+    skewedSlot: 0,
     skewSeconds: 8,
     caught: ['duplicate', 'duplicate_per_key'],
   },
@@ -222,6 +224,7 @@ describe('chaos run', { concurrency: 6 }, () => {
       for (const cut of planted.cuts ?? []) assert.equal(cutProblem(cut), null, 'the planted return no longer applies');
       const stackOptions: Partial<ChaosStack['options']> = {
         workers: planted.workers ?? 1,
+        ...(planted.skewedSlot !== undefined ? { skewedSlot: planted.skewedSlot } : {}),
         workerEnv: {
           ...(planted.reconciler ? {} : QUIET_RECONCILER),
           ...(planted.cuts ? cutEnvironment(planted.cuts) : {}),

@@ -339,6 +339,8 @@ export class ResentAcrossRuns extends Step {
     const first = await sendDecision(r, effectId, this.kind, payload, { via: 'update', seen, decisionId });
     // The run continues as new (two readbacks while a person is awaited); then the same update again.
     const handedOver = await until(async () => (await handle.describe()).runId !== runId, 45_000, 250);
+    // The client retries once the new run asks for a person again (an update it cannot take now is refused).
+    if (handedOver) await waiting();
     r.log(
       `operator: ${effectId} ${this.kind} ${first.answer}; ${handedOver ? 'continued as new; re-sending the same decision ID' : 'did not continue as new; re-sending anyway'}`,
     );

@@ -60,6 +60,8 @@ export interface ChaosStackOptions {
    * libfaketime on its process; 0 or absent: no skew. Set per run (reset) by the chaos run.
    */
   skewSeconds?: number;
+  /** Which worker slot is skewed (default SKEWED_SLOT, so the others keep the machine's clock). */
+  skewedSlot?: number;
   /**
    * The dev server's `limit.maxIDLength`: an effect whose ID is longer (the ledger takes 128 characters) can
    * never be started on this server (the chaos run's poison effect). Absent: the server's default (1000).
@@ -325,7 +327,9 @@ export class ChaosStack {
 
   /** Whether a worker slot's clock is skewed (and libfaketime is there to skew it). */
   skewed(slot: number): boolean {
-    return slot === SKEWED_SLOT && !!this.options.skewSeconds && existsSync(FAKETIME_LIBRARY);
+    return (
+      slot === (this.options.skewedSlot ?? SKEWED_SLOT) && !!this.options.skewSeconds && existsSync(FAKETIME_LIBRARY)
+    );
   }
 
   /** libfaketime's environment: wall-clock time offset, monotonic time (timers) left alone. */
