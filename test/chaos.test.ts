@@ -50,8 +50,19 @@ interface Planted {
   skewedSlot?: number;
   /** The path needs the ledger reconciler's pass every 3 s (other lanes run it every 30 s: less load). */
   reconciler?: boolean;
-  /** Once the fix is merged: the cut that takes it out again. Absent: today's code still has the bug. */
+  /** A bug planted on purpose: the cut that plants it (it must apply). */
   cuts?: Cut[];
+  /**
+   * The fix's return, from helper `decisions`'s branch (scripts/plant-bugs.ts there): planted once the fix is
+   * in this tree (every cut applies); until then the test runs against today's code, which has the bug.
+   */
+  fixReturns?: Cut[];
+}
+
+/** The planted return of a fix, once the fix is here; undefined before (today's code has the bug itself). */
+function fixReturn(planted: Planted): Cut[] | undefined {
+  const cuts = planted.fixReturns;
+  return cuts?.length && cuts.every((cut) => cutProblem(cut) === null) ? cuts : undefined;
 }
 
 const PLANTED: Planted[] = [
@@ -63,6 +74,18 @@ const PLANTED: Planted[] = [
     seed: 8073,
     effects: 2,
     caught: ['decision_other_step'],
+    fixReturns: [
+      {
+        file: 'workflows/reconcile.ts',
+        find: 'if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisions.length && run.decisionsBound()) {',
+        replace: 'if (false) {',
+      },
+      {
+        file: 'workflows/reconcile.ts',
+        find: 'const unbound = run.staleness(queued);',
+        replace: 'const unbound = undefined;',
+      },
+    ],
   },
   {
     bug: 'the stale-decision refusal after a retry removed (planted): the leftover abandon ends the next episode',
@@ -88,6 +111,9 @@ const PLANTED: Planted[] = [
     seed: 10,
     effects: 2,
     caught: ['revision_without_run'],
+    fixReturns: [
+      { file: 'client/effect-ledger-client.ts', find: 'if (revised) {', replace: 'if (false && revised) {' },
+    ],
   },
   {
     bug: 'an update re-sent with the same decision ID after a continue-as-new counts twice',
@@ -95,6 +121,13 @@ const PLANTED: Planted[] = [
     seed: 2001,
     effects: 2,
     caught: ['decision_applied_twice'],
+    fixReturns: [
+      {
+        file: 'workflows/reconcile.ts',
+        find: 'if (!taken || taken.first || !run.decisionsBound()) return false;',
+        replace: 'return false;',
+      },
+    ],
   },
   {
     bug: 'the reconciler dies at a poison effect (its isolation cut): the effects stranded behind it stay stranded',
@@ -123,6 +156,13 @@ const PLANTED: Planted[] = [
     skewedSlot: 0,
     skewSeconds: 8,
     caught: ['duplicate', 'duplicate_per_key'],
+    fixReturns: [
+      {
+        file: 'activities/reconciliation-activities.ts',
+        find: 'const began = clock.now;',
+        replace: 'const began = new Date();',
+      },
+    ],
   },
   {
     bug: 'a continue-as-new from a "not sent" pause starts the next run in UNKNOWN',
@@ -131,6 +171,13 @@ const PLANTED: Planted[] = [
     seed: 6004,
     effects: 2,
     caught: ['unknown_without_send'],
+    fixReturns: [
+      {
+        file: 'workflows/effect-run.ts',
+        find: 'this.resumesSending = input.carried?.resendPending === true && patched(NOT_SENT_CARRIED_PATCH);',
+        replace: 'this.resumesSending = input.carried?.resendPending === true && !patched(NOT_SENT_CARRIED_PATCH);',
+      },
+    ],
   },
 ];
 
@@ -222,14 +269,16 @@ describe('chaos run', { concurrency: 6 }, () => {
   for (const planted of PLANTED)
     test(`the chaos run catches: ${planted.bug} (seed ${planted.seed})`, { timeout: 600_000 }, async () => {
       for (const cut of planted.cuts ?? []) assert.equal(cutProblem(cut), null, 'the planted return no longer applies');
+      const cuts = planted.cuts ?? fixReturn(planted);
+      log(`${planted.bug}: ${cuts ? `planted by ${cuts.map((c) => c.file).join(', ')}` : "against today's code"}`);
       const stackOptions: Partial<ChaosStack['options']> = {
         workers: planted.workers ?? 1,
         ...(planted.skewedSlot !== undefined ? { skewedSlot: planted.skewedSlot } : {}),
         workerEnv: {
           ...(planted.reconciler ? {} : QUIET_RECONCILER),
-          ...(planted.cuts ? cutEnvironment(planted.cuts) : {}),
+          ...(cuts ? cutEnvironment(cuts) : {}),
         },
-        ...(planted.cuts ? { workerEntry: variantWorker } : {}),
+        ...(cuts ? { workerEntry: variantWorker } : {}),
       };
       const [outcome] = await inLane(stackOptions, (stack) =>
         runOn(stack, {

@@ -74,7 +74,10 @@ export function revisionRunChecks(
   return found;
 }
 
-/** Update IDs each run completed with `accepted: true`. */
+/**
+ * Update IDs each run completed with `accepted: true` and acted on: an answer marked `repeated` (v5: the
+ * ledger held the decision ID from an earlier run; what was decided then, nothing done again) does not count.
+ */
 export function acceptedUpdates(histories: RunHistory[]): Map<string, string[]> {
   const accepted = new Map<string, string[]>();
   for (const { runId, events } of histories)
@@ -83,8 +86,8 @@ export function acceptedUpdates(histories: RunHistory[]): Map<string, string[]> 
       const id = done?.meta?.updateId;
       const payload = done?.outcome?.success?.payloads?.[0];
       if (!id || !payload) continue;
-      const answer = defaultPayloadConverter.fromPayload<{ accepted?: boolean }>(payload);
-      if (answer?.accepted) accepted.set(id, [...(accepted.get(id) ?? []), runId]);
+      const answer = defaultPayloadConverter.fromPayload<{ accepted?: boolean; repeated?: boolean }>(payload);
+      if (answer?.accepted && !answer.repeated) accepted.set(id, [...(accepted.get(id) ?? []), runId]);
     }
   return accepted;
 }
