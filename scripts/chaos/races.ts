@@ -21,6 +21,7 @@ import {
 } from './commands.js';
 import { liveView, lookAt, OPERATOR, sendDecision } from './operator.js';
 import { until } from './operators.js';
+import { SHORT_GRACE_MS } from './stack.js';
 
 /** When the revisions go in, against the refused run's close. */
 export type RaceBarrier = 'workers-stopped' | 'at-once' | 'after-close';
@@ -117,7 +118,7 @@ export class RevisionRace extends Step {
  * window later), and an operator who approves a retry the moment the effect asks for a person. The workflow
  * must not let the retry leave while the first post may still land: the window is judged against the
  * attempt row's start (PostgreSQL's clock), and one worker's clock runs ahead (ChaosStack skewSeconds).
- * Through the client whose absence grace is 2 s, so the window is the call timeout plus 2 s.
+ * Through the client whose absence grace is SHORT_GRACE_MS, so the window is the call timeout plus that.
  */
 export class InFlightRetry extends Step {
   constructor(readonly commitAfter: number) {
@@ -134,7 +135,7 @@ export class InFlightRetry extends Step {
     m.effects.push({ effectId, kind: 'post', request, origin: 'approved' });
     bump(r, 'approvals');
     bump(r, 'retries approved while a post may be in flight');
-    const windowMs = r.stack.options.callTimeoutMs + 2000;
+    const windowMs = r.stack.options.callTimeoutMs + SHORT_GRACE_MS;
     await r.stack.simulator.fault('delay_before_commit', {
       path: '/social/v1/posts',
       delayMs: Math.round(windowMs * this.commitAfter),

@@ -40,6 +40,9 @@ const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127
 /** Debian's libfaketime (`apt-get install faketime`; scripts/setup.sh): a worker's clock skewed against PostgreSQL. */
 export const FAKETIME_LIBRARY = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
 
+/** The absence grace of ChaosStack.effectsShortGrace (a post held in flight commits inside callTimeout + this). */
+export const SHORT_GRACE_MS = 6000;
+
 /** The worker slot whose clock the run skews (the other workers keep the machine's). */
 export const SKEWED_SLOT = 1;
 
@@ -104,7 +107,7 @@ export class ChaosStack {
    * across runs), and every destination's absence grace is 2 s (a person is asked soon).
    */
   effectsShortRuns!: EffectLedgerClient;
-  /** The same, but every destination's absence grace is 2 s (the in-flight window, quickly). */
+  /** The same, but every destination's absence grace is 6 s (an in-flight window of the call timeout plus 6 s). */
   effectsShortGrace!: EffectLedgerClient;
   /** The process IDs the skewed worker had (restarts included): its activities' identity names it. */
   readonly skewedPids = new Set<number>();
@@ -240,7 +243,7 @@ export class ChaosStack {
     };
     this.effects = new EffectLedgerClient(clientOptions);
     this.effectsShortRuns = new EffectLedgerClient({ ...clientOptions, readbacksPerRun: 2, absenceGraceMs: 2000 });
-    this.effectsShortGrace = new EffectLedgerClient({ ...clientOptions, absenceGraceMs: 2000 });
+    this.effectsShortGrace = new EffectLedgerClient({ ...clientOptions, absenceGraceMs: SHORT_GRACE_MS });
     this.skewedPids.clear();
     await Promise.all(Array.from({ length: this.options.workers }, (_, slot) => this.startWorker(slot)));
   }
