@@ -74,7 +74,8 @@ export class FillReconcilerPage extends Step {
       const request = buildRequest(effectId, 'post', n, 'Launch post');
       m.effects.push({ effectId, kind: 'post', request, origin: 'approved' });
       parked.push(
-        r.stack.effectsShortRuns.approve(request).catch((error: Error) => {
+        // Short grace (a person is asked soon), but whole runs: a parked effect waits without handing over.
+        r.stack.effectsShortGrace.approve(request).catch((error: Error) => {
           r.notes.push(`approve ${effectId} failed: ${error.message}`);
         }),
       );
