@@ -4,9 +4,10 @@
 // start, runs terminated from the outside, human decisions — then a settle phase that only waits, then the
 // invariants. Prints each seed; a failing seed prints its (shrunk) step list and how to replay it.
 //
-//   npm run chaos -- [--effects 40] [--kills 2] [--seeds 1] [--seed S [--path P]] [--quick]
+//   npm run chaos -- [--effects 40] [--kills 2] [--seeds 1] [--seed S [--path P]] [--mix full] [--quick]
 import { Command, InvalidArgumentError } from 'commander';
-import { runChaos, summarize, violationsOf } from './chaos/run.js';
+import { MIXES } from './chaos/generator.js';
+import { drawnSteps, formatTable, runChaos, summarize, tableRow, violationsOf } from './chaos/run.js';
 
 function int(raw: string): number {
   if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('expected a non-negative integer');
@@ -28,6 +29,22 @@ const opts = new Command('chaos')
   .option('--settle-seconds <s>', 'how long to wait at most for effects to settle', int)
   .option('--reconcile-seconds <s>', 'how long effects with no running workflow are given to be resumed', int)
   .option('--shrink-seconds <s>', 'time budget per seed, shrinking a failure included (0: no shrinking)', int)
+  .option('--mix <name>', `the generator's mix: ${Object.keys(MIXES).join(', ')}`, 'full')
+  .option(
+    '--skew-seconds <s>',
+    "the skewed worker's clock offset against PostgreSQL (default: 3–8 s ahead, from the seed; 0: none)",
+    (raw) => {
+      if (!/^-?\d+$/.test(raw)) throw new InvalidArgumentError('expected an integer');
+      return Number(raw);
+    },
+  )
+  .option(
+    '--page-fill <n>',
+    'unfinished effects parked before a stranded one: the reconciler page plus one (0: off)',
+    int,
+    0,
+  )
+  .option('--draw', 'print the steps each seed draws, and run nothing')
   .option('--quick', 'a small run: 12 effects, 1 kill, no shrinking')
   .option('--json', 'print the outcomes as JSON at the end')
   .parse()
@@ -47,9 +64,24 @@ const opts = new Command('chaos')
     shrinkSeconds?: number;
     quick?: boolean;
     json?: boolean;
+    mix: string;
+    draw?: boolean;
+    skewSeconds?: number;
+    pageFill: number;
   }>();
 
 const quick = !!opts.quick;
+if (opts.draw) {
+  const first = opts.seed ?? 1;
+  for (let seed = first; seed < first + opts.seeds; seed++) {
+    const steps = drawnSteps(
+      { effects: opts.effects ?? (quick ? 12 : 40), mix: opts.mix, pageFill: opts.pageFill },
+      seed,
+    );
+    process.stdout.write(`seed ${seed}: ${steps.join('; ')}\n`);
+  }
+  process.exit(0);
+}
 const started = Date.now();
 const stamp = () => `[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s]`;
 const outcomes = await runChaos({
@@ -66,6 +98,9 @@ const outcomes = await runChaos({
   settleMs: (opts.settleSeconds ?? (quick ? 90 : 180)) * 1000,
   reconcileMs: (opts.reconcileSeconds ?? 20) * 1000,
   shrinkMs: (opts.shrinkSeconds ?? (quick ? 0 : 600)) * 1000,
+  mix: opts.mix,
+  pageFill: opts.pageFill,
+  ...(opts.skewSeconds !== undefined ? { skewSeconds: opts.skewSeconds } : {}),
   log: (line) => process.stdout.write(`${stamp()} ${line}\n`),
 });
 
@@ -81,6 +116,9 @@ for (const o of outcomes) {
     if (o.error && !o.verdict) process.stdout.write(`  error: ${o.error}\n`);
   }
 }
+process.stdout.write('\n== table ==\n');
+for (const line of formatTable(outcomes.flatMap((o) => (o.verdict ? [tableRow(o.seed, o.verdict)] : []))))
+  process.stdout.write(`${line}\n`);
 if (opts.json) process.stdout.write(`${JSON.stringify(outcomes, null, 2)}\n`);
 const failed = outcomes.filter((o) => o.failed || (o.verdict && violationsOf(o.verdict).length));
 process.stdout.write(

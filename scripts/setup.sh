@@ -42,6 +42,12 @@ if ! command -v faketime >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null
 fi
 
+# 0c. Debian's libfaketime: the chaos run skews one worker's clock against PostgreSQL's (scripts/chaos/stack.ts).
+if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "installing faketime (libfaketime) from Debian's packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null
+fi
+
 # 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "npm ci"

@@ -1,17 +1,22 @@
-// The chaos run bites. (1) A small run against the real stack — about 40 effects over two fixed seeds, one
-// worker SIGKILL each, provider faults, a dev-server restart, pg_terminate_backend, an approver killed after
-// its ledger write, a run terminated from the outside, human decisions — reports no duplicate and nothing
-// lost (effects the run itself left without a workflow are reported as stuck, with their story, until a
-// reconciler resumes them). (2) The same checker, against deliberately broken workers
-// (test/support/variant-worker.ts wraps the real adapters, or bundles the workflow with one line changed),
-// reports violations for each break.
+// The chaos run bites. Every test here is a lane of one chaos stack (ChaosStack.fork: its own database,
+// provider simulator, task queue and workers, the Temporal server and the real destinations shared), and the
+// lanes run at once, so the file costs about its longest lane.
+// (1) Two fixed seeds against the real worker — approvals, every provider and network fault, a worker SIGKILL,
+//     a dev-server restart, pg_terminate_backend, an approver killed after its ledger write, a run terminated,
+//     operator decisions, revisions and resets — report no violation at all.
+// (2) The generator reaches what issue 19 found: each aimed mix, with a fixed seed, reports the bug it is aimed
+//     at. Against today's code the bug is there; once its fix is merged, the test plants it back (a cut,
+//     test/support/cuts.ts) and the same seed must still report it.
+// (3) The checker against deliberately broken workers (test/support/variant-worker.ts): a key from the run
+//     or the attempt, a readback that trusts a title, a retry without a fresh readback — each reported.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { postRequest } from '../harness/sample-requests.js';
 import { newReal, type Real } from '../scripts/chaos/commands.js';
+import type { Mix } from '../scripts/chaos/generator.js';
 import {
-  explainedStuck,
+  type ChaosOptions,
   type RunVerdict,
   runChaos,
   settle,
@@ -21,6 +26,8 @@ import {
 } from '../scripts/chaos/run.js';
 import { ChaosStack } from '../scripts/chaos/stack.js';
 import { waitFor } from '../stack/wait-for.js';
+import { type Cut, cutEnvironment, cutProblem, PLANTED_CUTS } from './support/cuts.js';
+import { FIXED_MIX, FIXED_SKEW, OPEN_FINDINGS } from './support/fixed-mix.js';
 import type { Variant } from './support/variant-worker.js';
 
 /** Waits for a promise at most `ms` (a broken variant may never finish). */
@@ -28,78 +35,289 @@ const within = (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 
 const log = (line: string) => process.stdout.write(`# ${line}\n`);
-const SEEDS = [20261130, 4242];
+const variantWorker = fileURLToPath(new URL('./support/variant-worker.ts', import.meta.url));
 
-function lostOf(v: RunVerdict): number {
-  const explained = explainedStuck(v);
-  return (
-    v.audit.findings.filter((f) => f.kind === 'lost' && !(f.effectId && explained.has(f.effectId))).length +
-    v.violations.filter((x) => x.kind === 'lost').length
-  );
+/** One of issue 19's bugs, and the aimed run that must report it. */
+interface Planted {
+  bug: string;
+  mix: Mix;
+  seed: number;
+  effects: number;
+  /** Violation kinds that count as catching it (at least one must be reported). */
+  caught: string[];
+  workers?: number;
+  skewSeconds?: number;
+  skewedSlot?: number;
+  /** The path needs the ledger reconciler's pass every 3 s (other lanes run it every 30 s: less load). */
+  reconciler?: boolean;
+  /** A bug planted on purpose: the cut that plants it (it must apply). */
+  cuts?: Cut[];
+  /**
+   * The fix's return, from helper `decisions`'s branch (scripts/plant-bugs.ts there): planted once the fix is
+   * in this tree (every cut applies); until then the test runs against today's code, which has the bug.
+   */
+  fixReturns?: Cut[];
 }
 
-describe('chaos run', () => {
-  test(`seeds ${SEEDS.join(', ')}: ~40 effects, one kill each → no duplicates, nothing lost, nothing stuck, no worker crash`, {
-    timeout: 1_200_000,
-  }, async () => {
-    const outcomes = await runChaos({
-      effects: 20,
-      kills: 1,
-      devRestarts: 1,
-      dies: 1,
-      terminations: 1,
-      seeds: SEEDS.length,
-      seedList: SEEDS,
+/** The planted return of a fix, once the fix is here; undefined before (today's code has the bug itself). */
+function fixReturn(planted: Planted): Cut[] | undefined {
+  const cuts = planted.fixReturns;
+  return cuts?.length && cuts.every((cut) => cutProblem(cut) === null) ? cuts : undefined;
+}
+
+const PLANTED: Planted[] = [
+  {
+    bug: "a decision outlives its step: operator two's approve-retry, sent on the first step, is applied to the next",
+    mix: { 'cross-step': 1 },
+    // Draws a task.announce whose operators decide at a barrier (both decisions in one workflow task): the
+    // first confirms the object it waited for, the second approves a retry; the announce post then gets a 429.
+    seed: 8073,
+    effects: 2,
+    caught: ['decision_other_step'],
+    fixReturns: [
+      {
+        file: 'workflows/reconcile.ts',
+        find: 'if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisions.length && run.decisionsBound()) {',
+        replace: 'if (false) {',
+      },
+      {
+        file: 'workflows/reconcile.ts',
+        find: 'const unbound = run.staleness(queued);',
+        replace: 'const unbound = undefined;',
+      },
+    ],
+  },
+  {
+    bug: 'the stale-decision refusal after a retry removed (planted): the leftover abandon ends the next episode',
+    mix: { 'cross-step': 1 },
+    // Draws a task.announce whose first step fails twice; its operators (a retry, an abandon) decide at a barrier.
+    seed: 8226,
+    effects: 2,
+    caught: ['decision_other_episode'],
+    cuts: PLANTED_CUTS['stale-refusal-removed'],
+  },
+  {
+    bug: 'stepsToGo() returning every step (planted): a continued run carries the settled step again',
+    mix: { 'cross-step': 1 },
+    // Draws a task.announce on short runs whose post fails before commit: it waits for a person on its second
+    // step, continues as new, and the next run carries the settled first step again.
+    seed: 9081,
+    effects: 2,
+    caught: ['stage_mismatch'],
+    cuts: PLANTED_CUTS['steps-to-go-all'],
+  },
+  {
+    bug: 'revise() joins the refused run while it closes: the revision has no run (seed 913370001)',
+    mix: { 'revision-race': 1 },
+    // Draws two races at the barrier, one of them two rounds long (`npm run chaos -- --draw …`).
+    seed: 10,
+    effects: 2,
+    caught: ['revision_without_run'],
+    fixReturns: [
+      { file: 'client/effect-ledger-client.ts', find: 'if (revised) {', replace: 'if (false && revised) {' },
+    ],
+  },
+  {
+    bug: 'an update re-sent with the same decision ID after a continue-as-new counts twice',
+    mix: { resent: 1 },
+    seed: 2001,
+    effects: 2,
+    caught: ['decision_applied_twice'],
+    fixReturns: [
+      {
+        file: 'workflows/reconcile.ts',
+        find: 'if (!taken || taken.first || !run.decisionsBound()) return false;',
+        replace: 'return false;',
+      },
+    ],
+  },
+  {
+    bug: 'the reconciler dies at a poison effect (its isolation cut): the effects stranded behind it stay stranded',
+    mix: { poison: 1 },
+    seed: 3001,
+    effects: 3,
+    caught: ['stuck'],
+    reconciler: true,
+    cuts: PLANTED_CUTS['reconciler-blind'],
+  },
+  {
+    bug: 'the reconciler reads one page (its paging cut): an effect stranded behind a full page stays stranded',
+    mix: { 'page-fill': 1 },
+    seed: 3002,
+    effects: 7,
+    caught: ['stuck'],
+    reconciler: true,
+    cuts: PLANTED_CUTS['reconciler-one-page'],
+  },
+  {
+    bug: "the in-flight window judged by the worker's clock: a worker ahead of PostgreSQL lets the retry leave",
+    mix: { 'in-flight-retry': 1 },
+    seed: 4001,
+    effects: 3,
+    // The lane's one worker is the skewed one: every readback judges the window on a clock 8 s ahead.
+    skewedSlot: 0,
+    skewSeconds: 8,
+    caught: ['duplicate', 'duplicate_per_key'],
+    fixReturns: [
+      {
+        file: 'activities/reconciliation-activities.ts',
+        find: 'const began = clock.now;',
+        replace: 'const began = new Date();',
+      },
+    ],
+  },
+  {
+    bug: 'a continue-as-new from a "not sent" pause starts the next run in UNKNOWN',
+    mix: { 'not-sent-streak': 1 },
+    // Draws a streak on the keyed API, then one on the key-less feed (which cannot retry on its own).
+    seed: 6004,
+    effects: 2,
+    caught: ['unknown_without_send'],
+    fixReturns: [
+      {
+        file: 'workflows/effect-run.ts',
+        find: 'this.resumesSending = input.carried?.resendPending === true && patched(NOT_SENT_CARRIED_PATCH);',
+        replace: 'this.resumesSending = input.carried?.resendPending === true && !patched(NOT_SENT_CARRIED_PATCH);',
+      },
+    ],
+  },
+];
+
+function report(verdict: RunVerdict): string {
+  return summarize(verdict).join('\n');
+}
+
+/** The worker environment of a lane whose path does not need the reconciler often. */
+const QUIET_RECONCILER = { EFFECT_LEDGER_RECONCILE_EVERY_MS: '30000' };
+
+// Six lanes at a time: each holds a few PostgreSQL connections (its runner, its workers), within the server's 100.
+describe('chaos run', { concurrency: 6 }, () => {
+  let root: ChaosStack;
+  before(async () => {
+    root = new ChaosStack({
       workers: 2,
       callTimeoutMs: 2000,
-      settleMs: 120_000,
-      reconcileMs: 30_000,
-      shrinkMs: 0,
-      log,
-    });
-    assert.equal(outcomes.length, SEEDS.length);
-    for (const outcome of outcomes) {
-      const verdict = outcome.verdict;
-      assert.ok(verdict, `seed ${outcome.seed} produced no verdict: ${outcome.error}`);
-      // Whatever left an effect without a workflow (an approver killed, a run terminated), the ledger
-      // reconciler has resumed it by now.
-      const stuck = verdict.audit.findings.filter((f) => f.kind === 'stuck');
-      const story = summarize(verdict).join('\n');
-      assert.equal(verdict.audit.counts.duplicate, 0, `seed ${outcome.seed}: duplicates\n${story}`);
-      assert.equal(lostOf(verdict), 0, `seed ${outcome.seed}: lost effects\n${story}`);
-      assert.equal(stuck.length, 0, `seed ${outcome.seed}: stuck, not resumed by the reconciler\n${story}`);
-      // A worker that dies on its own turns every call it holds into UNKNOWN: no crash is acceptable.
-      const crashes = verdict.violations.filter((x) => x.kind === 'worker_crash');
-      assert.equal(crashes.length, 0, `seed ${outcome.seed}: a worker died on its own\n${story}`);
-    }
-  });
-});
-
-describe('the checker bites on broken variants', () => {
-  let stack: ChaosStack;
-  before(async () => {
-    stack = new ChaosStack({
-      workers: 1,
-      callTimeoutMs: 1500,
-      readbackIntervalMs: 2000,
+      readbackIntervalMs: 3000,
       readbacksPerRun: 10,
-      workerEntry: fileURLToPath(new URL('./support/variant-worker.ts', import.meta.url)),
+      maxIdLength: 100,
+      suggestContinueAsNewAt: 100,
+      reconcilerPageSize: 5,
       log,
     });
-    await stack.start();
+    await root.start();
   });
-  after(() => stack?.stop());
+  after(() => root?.stop());
 
+  /** A lane of the root stack for one test, stopped when it ends (the first one is the root itself). */
+  async function inLane<T>(
+    options: Partial<ChaosStack['options']>,
+    body: (stack: ChaosStack) => Promise<T>,
+  ): Promise<T> {
+    const lane = root.fork({ ledgerConnections: 2, ...options });
+    await lane.start();
+    try {
+      return await body(lane);
+    } finally {
+      await lane.stop();
+    }
+  }
+
+  const runOn = (stack: ChaosStack, options: Partial<ChaosOptions> & { seedList: number[]; effects: number }) =>
+    runChaos({
+      kills: 0,
+      devRestarts: 0,
+      dies: 0,
+      terminations: 0,
+      seeds: options.seedList.length,
+      workers: stack.options.workers,
+      callTimeoutMs: 2000,
+      settleMs: 90_000,
+      reconcileMs: 15_000,
+      shrinkMs: 0,
+      log: (line) => log(`[${options.seedList.join(',')}] ${line}`),
+      stack,
+      ...options,
+    });
+
+  // (1) The fixed seeds: nothing wrong at all. The first runs on the root (it owns the dev server it restarts).
+  for (const [i, seed] of [20261130, 4242].entries())
+    test(`seed ${seed}: about 12 effects, a kill, a dev-server restart${i === 0 ? '' : ' (shared)'} → no violation`, {
+      timeout: 600_000,
+    }, async () => {
+      const go = (stack: ChaosStack) =>
+        runOn(stack, {
+          seedList: [seed],
+          effects: 12,
+          kills: 1,
+          devRestarts: i === 0 ? 1 : 0,
+          dies: 1,
+          terminations: 1,
+          mix: FIXED_MIX,
+          skewSeconds: FIXED_SKEW,
+        });
+      const [outcome] = i === 0 ? await go(root) : await inLane({ workers: 2 }, go);
+      const verdict = outcome?.verdict;
+      assert.ok(verdict, `seed ${seed} produced no verdict: ${outcome?.error}`);
+      assert.deepEqual(
+        violationsOf(verdict)
+          .filter((f) => !OPEN_FINDINGS.includes(f.kind))
+          .map((f) => `${f.kind} ${f.effectId}`),
+        [],
+        `seed ${seed}:\n${report(verdict)}`,
+      );
+    });
+
+  // (2) The generator reaches issue 19's bugs.
+  for (const planted of PLANTED)
+    test(`the chaos run catches: ${planted.bug} (seed ${planted.seed})`, { timeout: 600_000 }, async () => {
+      for (const cut of planted.cuts ?? []) assert.equal(cutProblem(cut), null, 'the planted return no longer applies');
+      const cuts = planted.cuts ?? fixReturn(planted);
+      log(`${planted.bug}: ${cuts ? `planted by ${cuts.map((c) => c.file).join(', ')}` : "against today's code"}`);
+      const stackOptions: Partial<ChaosStack['options']> = {
+        workers: planted.workers ?? 1,
+        ...(planted.skewedSlot !== undefined ? { skewedSlot: planted.skewedSlot } : {}),
+        workerEnv: {
+          ...(planted.reconciler ? {} : QUIET_RECONCILER),
+          ...(cuts ? cutEnvironment(cuts) : {}),
+        },
+        ...(cuts ? { workerEntry: variantWorker } : {}),
+      };
+      const [outcome] = await inLane(stackOptions, (stack) =>
+        runOn(stack, {
+          seedList: [planted.seed],
+          effects: planted.effects,
+          mix: planted.mix,
+          skewSeconds: planted.skewSeconds ?? 0,
+          settleMs: 60_000,
+        }),
+      );
+      const verdict = outcome?.verdict;
+      assert.ok(verdict, `no verdict: ${outcome?.error}`);
+      const caught = violationsOf(verdict).filter((f) => planted.caught.includes(f.kind));
+      assert.ok(caught.length > 0, `not caught (${planted.caught.join(' or ')}):\n${report(verdict)}`);
+    });
+
+  // (3) The checker against broken workers: a hand-written scenario each.
   async function withVariant(variant: Variant, scenario: (real: Real) => Promise<void>): Promise<RunVerdict> {
-    stack.options.workerEnv = { CHAOS_VARIANT: variant };
-    const prefix = `variant-${variant}`;
-    await stack.reset(variant);
-    const real = newReal(stack, prefix, log);
-    await scenario(real);
-    const settled = await settle(stack, prefix, { settleMs: 30_000, reconcileMs: 5_000, log });
-    const verdict = await verify(stack, real, null, settled, 0);
-    for (const line of summarize(verdict)) log(line);
-    return verdict;
+    return inLane(
+      {
+        workers: 1,
+        callTimeoutMs: 1500,
+        readbackIntervalMs: 2000,
+        workerEntry: variantWorker,
+        workerEnv: { ...QUIET_RECONCILER, CHAOS_VARIANT: variant },
+      },
+      async (stack) => {
+        const prefix = `variant-${variant}`;
+        await stack.reset(variant);
+        const real = newReal(stack, prefix, log);
+        await scenario(real);
+        const settled = await settle(stack, prefix, { settleMs: 30_000, reconcileMs: 5_000, log });
+        const verdict = await verify(stack, real, null, settled, 0);
+        for (const line of summarize(verdict)) log(line);
+        return verdict;
+      },
+    );
   }
 
   const task = (effectId: string, request: string) => ({
@@ -111,15 +329,15 @@ describe('the checker bites on broken variants', () => {
     authorizationRef: 'CHAOS-VARIANT',
   });
 
-  test('the key is the run ID: keys not derived from the effect ID', { timeout: 300_000 }, async () => {
+  test('broken worker, the key is the run ID: keys not derived from the effect ID', { timeout: 300_000 }, async () => {
     const verdict = await withVariant('key-from-run', async ({ stack, prefix }) => {
       for (const n of [1, 2, 3]) await stack.effects.approve(task(`${prefix}-${n}`, `request-${n}`));
     });
-    assert.ok(verdict.audit.counts.foreign_key >= 3, summarize(verdict).join('\n'));
+    assert.ok(verdict.audit.counts.foreign_key >= 3, report(verdict));
     assert.ok(violationsOf(verdict).length > 0);
   });
 
-  test('the key carries the attempt: every request under a key not derived from the effect ID is reported', {
+  test('broken worker, the key carries the attempt: every request under a foreign key is reported', {
     timeout: 300_000,
   }, async () => {
     const verdict = await withVariant('key-from-attempt', async ({ stack, prefix }) => {
@@ -130,28 +348,33 @@ describe('the checker bites on broken variants', () => {
       await stack.effects.approve(task(`${prefix}-1`, 'request-1'));
       await within(stack.effects.result(`${prefix}-1`), 60_000);
     });
-    assert.ok(verdict.audit.counts.foreign_key >= 1, summarize(verdict).join('\n'));
+    assert.ok(verdict.audit.counts.foreign_key >= 1, report(verdict));
   });
 
-  test('readback trusts a title: a look-alike is taken for ours', { timeout: 300_000 }, async () => {
+  test('broken worker, readback trusts a title: a look-alike is taken for ours', { timeout: 300_000 }, async () => {
     const verdict = await withVariant('title-readback', async ({ stack, prefix }) => {
       await stack.effects.approve(task(`${prefix}-17`, 'request-17'));
       await within(stack.effects.result(`${prefix}-17`), 60_000);
       // request-18, titled the same, never reaches the provider; its readback "finds" request-17's object.
       await stack.simulator.fault('fail_before_commit', { path: '/v1/objects' });
       await stack.effects.approve(task(`${prefix}-18`, 'request-18'));
-      // (Not result(): its long poll would outlive the test when the variant never finishes.)
-      await new Promise((resolve) => setTimeout(resolve, 15_000));
+      // Its send failed, so it reads back, and "finds" request-17's object (whose fact it cannot take: the
+      // variant never finishes, so not result()).
+      await waitFor(async () => {
+        const { live } = await stack.effects.status(`${prefix}-18`);
+        return live?.stage === 'unknown' && /^readback/.test(live.awaiting ?? '');
+      }, `${prefix}-18 reading back`);
     });
     const failing = violationsOf(verdict);
-    assert.ok(failing.length > 0, summarize(verdict).join('\n'));
     assert.ok(
       failing.some((f) => f.effectId === `variant-title-readback-18`),
-      `request-18 is not among the findings:\n${summarize(verdict).join('\n')}`,
+      `request-18 is not among the findings:\n${report(verdict)}`,
     );
   });
 
-  test('a retry without a fresh readback: the post still in flight is sent twice', { timeout: 300_000 }, async () => {
+  test('broken worker, a retry without a fresh readback: the post still in flight is sent twice', {
+    timeout: 300_000,
+  }, async () => {
     const verdict = await withVariant('no-fresh-readback', async ({ stack, prefix }) => {
       const effectId = `${prefix}-1`;
       // The provider holds our post past the call timeout (it will commit it): the attempt is unknown, and
@@ -172,7 +395,7 @@ describe('the checker bites on broken variants', () => {
       await within(stack.effects.result(effectId), 60_000);
       assert.equal(await stack.simulator.releaseDelays(), 1, 'the provider commits our first post now');
     });
-    assert.ok(verdict.audit.counts.duplicate >= 1, summarize(verdict).join('\n'));
+    assert.ok(verdict.audit.counts.duplicate >= 1, report(verdict));
     assert.ok(violationsOf(verdict).some((f) => f.effectId === 'variant-no-fresh-readback-1'));
   });
 });

@@ -3,19 +3,21 @@
 // signals, Temporal's terminate, PostgreSQL's pg_terminate_backend) and records what it did. A step that
 // the system answers wrongly at once (a bad input accepted, a conflict accepted, a late or malformed decision
 // accepted) is a violation on the spot; everything else is judged after the run settles.
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import fc from 'fast-check';
+import type fc from 'fast-check';
 import { MAIN_STEP } from '../../domain/idempotency-key.js';
 import { isTerminal } from '../../domain/stages.js';
 import { FAULT_KINDS, type FaultKind } from '../../harness/simulator/faults.js';
 import { EffectConflictError, InvalidEffectRequestError, RevisionRefusedError } from '../../ledger/errors.js';
 import { readTrail } from '../../ledger/trail.js';
 import { spawnSupervised } from '../../stack/reaper.js';
-import { abandonSignal, approveRetrySignal, confirmDeliverySignal } from '../../workflows/contract.js';
+import { approveRetrySignal, confirmDeliverySignal } from '../../workflows/contract.js';
 import { waitsForPerson } from '../audit/audit.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
-import { type ChaosStack, REAL_LINKS, type RealLink } from './stack.js';
+import { type DecisionPayload, lookAt, OPERATOR, onDashboard, type SentDecision, sendDecision } from './operator.js';
+import type { ChaosStack, RealLink } from './stack.js';
 
 export type EffectKind =
   | 'refund'
@@ -26,14 +28,27 @@ export type EffectKind =
   | 'event'
   | 'order'
   /** Two outbound steps (keyed-api `task.announce`): a task, then a post on the key-less social feed. */
-  | 'task-announced';
+  | 'task-announced'
+  /** Two outbound steps on the real destinations (orders-sql `invoice.send`): an order row, then its email. */
+  | 'invoice'
+  /** A refund the provider refuses, and refuses again at revision 2 (accepted from revision 3). */
+  | 'refund-refused-twice';
 
 export interface ModelEffect {
   effectId: string;
   kind: EffectKind;
   request: Record<string, unknown>;
-  /** How the effect entered: approved, or by a process that died between the ledger write and the start. */
-  origin: 'approved' | 'died-at-start' | 'died-race';
+  /**
+   * How the effect entered: approved, by a process that died between the ledger write and the start, or as
+   * a poison effect (its workflow can never be started: a summary past the server's search-attribute limit).
+   */
+  origin: 'approved' | 'died-at-start' | 'died-race' | 'poison';
+  /** Approved through the client whose runs continue as new after two readbacks. */
+  shortRuns?: boolean;
+  /** Operator resets of its run (`temporal workflow reset`, `temporal activity reset`). */
+  resets?: number;
+  /** When each revision an operator submitted was answered "created" (revision number → time). */
+  revisedAt?: Record<number, Date>;
   /** Terminated from the outside. */
   terminated?: boolean;
   /** The payloads of the revisions an operator submitted after a refusal (revision 2 first). */
@@ -48,6 +63,9 @@ export interface Model {
   dies: number;
   terminations: number;
   limits: { effects: number; kills: number; devRestarts: number; dies: number; terminations: number };
+  /** How often each of the newer commands ran, against `caps` (at most that many per run). */
+  used: Record<string, number>;
+  caps: Record<string, number>;
 }
 
 export interface Violation {
@@ -67,10 +85,16 @@ export interface Real {
   touched: Array<{ at: Date; effectId: string; what: string }>;
   touch(effectId: string, what: string): void;
   log(line: string): void;
+  /** Every decision an operator sent, with what the effect showed then (scripts/chaos/operator.ts). */
+  sent: SentDecision[];
+  /** Steps that go on in the background (a fault armed when a later step starts): the settle phase waits for them. */
+  background: Set<Promise<unknown>>;
+  track(promise: Promise<unknown>): void;
 }
 
 export function newReal(stack: ChaosStack, prefix: string, log: (line: string) => void): Real {
   const touched: Real['touched'] = [];
+  const background = new Set<Promise<unknown>>();
   return {
     stack,
     prefix,
@@ -80,23 +104,45 @@ export function newReal(stack: ChaosStack, prefix: string, log: (line: string) =
     touched,
     touch: (effectId, what) => touched.push({ at: new Date(), effectId, what }),
     log,
+    sent: [],
+    background,
+    track(promise) {
+      const settled = promise.catch((error: unknown) => {
+        this.notes.push(`background step failed: ${(error as Error).message?.slice(0, 200)}`);
+      });
+      background.add(settled);
+      void settled.finally(() => background.delete(settled));
+    },
   };
 }
 
-export function newModel(limits: Model['limits']): Model {
-  return { effects: [], next: 0, kills: 0, devRestarts: 0, dies: 0, terminations: 0, limits };
+/** Waits for what the run's steps left going in the background. */
+export async function quiesceReal(real: Real): Promise<void> {
+  while (real.background.size) await Promise.allSettled([...real.background]);
 }
 
-const bump = (real: Real, what: string, by = 1) => {
+export function newModel(limits: Model['limits'], caps: Model['caps'] = {}): Model {
+  return { effects: [], next: 0, kills: 0, devRestarts: 0, dies: 0, terminations: 0, limits, used: {}, caps };
+}
+
+/** Takes one use of a capped command; false when its cap is reached (default cap: 2 per run). */
+export function mayUse(m: Readonly<Model>, name: string): boolean {
+  return (m.used[name] ?? 0) < (m.caps[name] ?? 2);
+}
+export function use(m: Model, name: string): void {
+  m.used[name] = (m.used[name] ?? 0) + 1;
+}
+
+export const bump = (real: Real, what: string, by = 1) => {
   real.counts[what] = (real.counts[what] ?? 0) + by;
 };
 
 /** The simulator's faults but its injected 422 (a revision test's refusal): the seeds keep their fault mix. */
-const CHAOS_FAULT_KINDS = FAULT_KINDS.filter((k) => k !== 'status_422_before_commit');
+export const CHAOS_FAULT_KINDS = FAULT_KINDS.filter((k) => k !== 'status_422_before_commit');
 
-const TITLES = ['Prepare preview', 'Quarterly report', 'Prepare preview', 'Launch post'];
+export const TITLES = ['Prepare preview', 'Quarterly report', 'Prepare preview', 'Launch post'];
 
-function buildRequest(effectId: string, kind: EffectKind, n: number, title: string): Record<string, unknown> {
+export function buildRequest(effectId: string, kind: EffectKind, n: number, title: string): Record<string, unknown> {
   const common = { effectId, approvedBy: 'chaos@example.com', authorizationRef: 'CHAOS-RUN' };
   switch (kind) {
     case 'refund':
@@ -150,6 +196,28 @@ function buildRequest(effectId: string, kind: EffectKind, n: number, title: stri
         operation: 'task.announce',
         payload: { title, request: `request-${n}`, channel: 'chaos', text: `${title} is up` },
       };
+    case 'invoice':
+      return {
+        ...common,
+        destination: 'orders-sql',
+        operation: 'invoice.send',
+        payload: {
+          customer: `cus_${n}`,
+          sku: 'SKU-1',
+          quantity: 1 + (n % 5),
+          amountCents: 100 * n,
+          to: `customer-${n}@example.com`,
+          subject: `Invoice ${n}: ${title}`,
+          text: `Order ${n} is confirmed.`,
+        },
+      };
+    case 'refund-refused-twice':
+      return {
+        ...common,
+        destination: 'keyed-api',
+        operation: 'refund.create',
+        payload: { charge: `ch_${n}`, amount: -1, currency: 'EUR' },
+      };
   }
 }
 
@@ -157,11 +225,16 @@ function buildRequest(effectId: string, kind: EffectKind, n: number, title: stri
  * What an operator submits as the revision of a refused effect: the same destination, operation and target
  * (the charge, the request, the channel...), a payload the provider accepts (a refund's amount positive).
  */
-function revised(kind: EffectKind, payload: Record<string, unknown>, revision: number): Record<string, unknown> {
+export function revised(kind: EffectKind, payload: Record<string, unknown>, revision: number): Record<string, unknown> {
   switch (kind) {
     case 'refund':
     case 'refund-refused':
       return { ...payload, amount: 4000 + revision };
+    // Refused again at revision 2 (the provider refuses a non-positive amount), accepted from revision 3 on.
+    case 'refund-refused-twice':
+      return { ...payload, amount: revision < 3 ? -revision : 4000 + revision };
+    case 'invoice':
+      return { ...payload, text: `${String(payload.text)} (revision ${revision})` };
     case 'post':
       return { ...payload, text: `${String(payload.text)} (revision ${revision})` };
     case 'task':
@@ -185,6 +258,7 @@ function edited(kind: EffectKind, payload: Record<string, unknown>): Record<stri
     case 'task':
     case 'task-announced':
       return { ...payload, title: `${String(payload.title)} (edited)` };
+    case 'invoice':
     case 'email':
       return { ...payload, subject: `${String(payload.subject)} (edited)` };
     case 'event':
@@ -196,7 +270,7 @@ function edited(kind: EffectKind, payload: Record<string, unknown>): Record<stri
   }
 }
 
-function pick<T>(list: readonly T[], index: number): T | undefined {
+export function pick<T>(list: readonly T[], index: number): T | undefined {
   return list.length ? list[index % list.length] : undefined;
 }
 
@@ -210,7 +284,7 @@ export abstract class Step implements fc.AsyncCommand<Model, Real> {
 
 // ---- approvals --------------------------------------------------------------
 
-class Approve extends Step {
+export class Approve extends Step {
   constructor(
     readonly kind: EffectKind,
     readonly copies: number,
@@ -247,7 +321,7 @@ class Approve extends Step {
   }
 }
 
-class Reapprove extends Step {
+export class Reapprove extends Step {
   constructor(readonly index: number) {
     super();
   }
@@ -284,7 +358,7 @@ class Reapprove extends Step {
   }
 }
 
-class Conflict extends Step {
+export class Conflict extends Step {
   constructor(readonly index: number) {
     super();
   }
@@ -313,7 +387,7 @@ class Conflict extends Step {
   }
 }
 
-const BAD_INPUTS = [
+export const BAD_INPUTS = [
   'no effect ID',
   'empty effect ID',
   'effect ID with a space',
@@ -323,7 +397,7 @@ const BAD_INPUTS = [
   'extra payload field',
 ] as const;
 
-class BadInput extends Step {
+export class BadInput extends Step {
   constructor(readonly variant: (typeof BAD_INPUTS)[number]) {
     super();
   }
@@ -362,10 +436,12 @@ class BadInput extends Step {
 }
 
 /** A process approving an effect is killed between approval's ledger write and the workflow start. */
-class DieAfterLedgerWrite extends Step {
+export class DieAfterLedgerWrite extends Step {
   constructor(
     readonly kind: EffectKind,
     readonly mode: 'at-start' | 'race',
+    /** Put before the number in its effect ID (`zz-` sorts it after the run's other effects). */
+    readonly idTag = '',
   ) {
     super();
   }
@@ -375,7 +451,7 @@ class DieAfterLedgerWrite extends Step {
   async run(m: Model, r: Real) {
     m.dies++;
     const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
+    const effectId = `${r.prefix}-${this.idTag}${n}`;
     const request = buildRequest(effectId, this.kind, n, 'Prepare preview');
     m.effects.push({
       effectId,
@@ -426,7 +502,7 @@ class DieAfterLedgerWrite extends Step {
 const READ_PATHS = ['/v1/objects', '/v1/idempotency_keys', '/social/v1/posts'];
 const WRITE_PATHS = ['/v1/objects', '/social/v1/posts', null];
 
-class Fault extends Step {
+export class Fault extends Step {
   constructor(
     readonly kind: FaultKind,
     readonly pathIndex: number,
@@ -453,7 +529,7 @@ class Fault extends Step {
 
 // ---- processes --------------------------------------------------------------
 
-class KillWorker extends Step {
+export class KillWorker extends Step {
   constructor(
     readonly slot: number,
     readonly restartAfterMs: number,
@@ -473,7 +549,7 @@ class KillWorker extends Step {
   }
 }
 
-class RestartDevServer extends Step {
+export class RestartDevServer extends Step {
   constructor(readonly downMs: number) {
     super();
   }
@@ -482,6 +558,10 @@ class RestartDevServer extends Step {
   }
   async run(m: Model, r: Real) {
     m.devRestarts++;
+    if (!r.stack.ownsServer) {
+      bump(r, 'dev-server restarts skipped (a lane shares the server)');
+      return;
+    }
     const started = Date.now();
     await r.stack.restartDevServer(this.downMs);
     r.log(
@@ -493,7 +573,7 @@ class RestartDevServer extends Step {
   }
 }
 
-class TerminatePg extends Step {
+export class TerminatePg extends Step {
   async run(_m: Model, r: Real) {
     const n = await r.stack.terminateWorkerConnections();
     r.log(`pg_terminate_backend: ${n} worker connection(s)`);
@@ -503,7 +583,7 @@ class TerminatePg extends Step {
   }
 }
 
-class TerminateRun extends Step {
+export class TerminateRun extends Step {
   constructor(readonly index: number) {
     super();
   }
@@ -533,7 +613,7 @@ class TerminateRun extends Step {
   }
 }
 
-class Pause extends Step {
+export class Pause extends Step {
   constructor(readonly ms: number) {
     super();
   }
@@ -547,8 +627,6 @@ class Pause extends Step {
 
 // ---- people -----------------------------------------------------------------
 
-const OPERATOR = 'ops@example.com';
-type DecisionPayload = { actor: string; reason: string; externalId?: string };
 /** Payloads no decision may accept, each with the decision it is sent as. */
 const GARBAGE: Array<{ kind: 'approve-retry' | 'confirm-delivery'; payload: unknown }> = [
   { kind: 'approve-retry', payload: {} },
@@ -564,7 +642,7 @@ const GARBAGE: Array<{ kind: 'approve-retry' | 'confirm-delivery'; payload: unkn
  * at the provider's own dashboard, then confirm with the object found there or, finding none, approve a
  * retry with the same key (the guide allows it). Or: decide late (on a finished effect), twice, or garbage.
  */
-class Decide extends Step {
+export class Decide extends Step {
   constructor(
     readonly style: 'prompt' | 'repeated' | 'late' | 'malformed',
     readonly via: 'signal' | 'update',
@@ -588,69 +666,47 @@ class Decide extends Step {
     bump(r, `decisions ${this.style} via ${this.via}`);
     if (this.style === 'malformed') return this.garbage(r, effectId);
     if (this.style === 'late') {
+      const seen = await lookAt(r, effectId);
       const payload = { actor: OPERATOR, reason: 'late: checked the dashboard' };
-      return this.send(r, effectId, 'approve-retry', payload, true);
+      const sent = await sendDecision(r, effectId, 'approve-retry', payload, { via: this.via, seen });
+      if (sent.answer === 'accepted')
+        r.violations.push({
+          kind: 'decision_door',
+          effectId,
+          detail: 'a late approve-retry on a recorded effect was accepted',
+        });
+      return;
     }
-    const view = await temporalProbe(r.stack.client)(effectId);
-    if (!waitsForPerson(view) || !view.awaiting) return; // the guide: act when the effect asks for a person
+    const probe = await temporalProbe(r.stack.client)(effectId);
+    if (!waitsForPerson(probe) || !probe.awaiting) return; // the guide: act when the effect asks for a person
     // The step the effect waits on (a multi-step effect's later step has its own destination), and that
     // step's latest release: the object to look for carries its key (`effectID~step`, `#r2` in a
     // revision-scoped revision) and its body.
-    const trail = await readTrail(r.stack.ledger.db, effectId);
-    const step = trail?.waitingOnStep ?? MAIN_STEP;
-    const release = trail?.releases
-      .filter((x) => x.step === step)
-      .sort((a, b) => b.revision - a.revision)
-      .at(0);
-    if (!release) return;
-    const records = r.stack.recordsOf(release.destination);
-    if (!records) return;
-    const onDashboard = (await records.objects()).filter(
-      (o) => o.effectId === release.idempotencyKey && o.bodySha256 === release.bodySha256,
-    );
-    const found = onDashboard.at(-1); // the oldest
+    const seen = await lookAt(r, effectId);
+    if (!seen.release) return;
+    const found = await onDashboard(r, seen);
     const decision = found ? 'confirm-delivery' : 'approve-retry';
     const payload: DecisionPayload = found
       ? { actor: OPERATOR, reason: 'found it on the provider dashboard', externalId: found.id }
       : { actor: OPERATOR, reason: 'checked the provider dashboard: nothing there' };
     r.log(
-      `operator: ${effectId}${step === MAIN_STEP ? '' : ` (step ${step})`} awaits "${view.awaiting.slice(0, 80)}"; ${decision}${found ? ` ${found.id}` : ''}`,
+      `operator: ${effectId}${seen.step === MAIN_STEP ? '' : ` (step ${seen.step})`} awaits "${probe.awaiting.slice(0, 80)}"; ${decision}${found ? ` ${found.id}` : ''}`,
     );
-    await this.send(r, effectId, decision, payload, false);
-    if (this.style === 'repeated')
-      await this.send(r, effectId, decision, payload, false, this.via === 'signal' ? 'update' : 'signal');
-  }
-
-  private async send(
-    r: Real,
-    effectId: string,
-    decision: 'approve-retry' | 'confirm-delivery' | 'abandon',
-    payload: DecisionPayload,
-    mustRefuse: boolean,
-    via = this.via,
-  ) {
-    const handle = r.stack.client.workflow.getHandle(effectId);
-    r.touch(effectId, `operator ${decision} via ${via}${payload.externalId ? ` (${payload.externalId})` : ''}`);
-    try {
-      if (via === 'signal') {
-        const signal = {
-          'approve-retry': approveRetrySignal,
-          'confirm-delivery': confirmDeliverySignal,
-          abandon: abandonSignal,
-        }[decision];
-        await handle.signal(signal, payload);
-        return;
-      }
-      const answer = await r.stack.effects.decide(effectId, decision, payload);
-      if (mustRefuse && answer.accepted)
-        r.violations.push({
-          kind: 'decision_door',
-          effectId,
-          detail: `a late ${decision} on a recorded effect was accepted`,
+    const first = await sendDecision(r, effectId, decision, payload, {
+      via: this.via,
+      seen,
+      ...(this.via === 'update' ? { decisionId: randomUUID() } : {}),
+    });
+    if (this.style === 'repeated') {
+      // The same person's decision again through the other door, or the same update again (a client retry).
+      if (first.decisionId)
+        await sendDecision(r, effectId, decision, payload, {
+          via: 'update',
+          seen,
+          decisionId: first.decisionId,
+          resent: first,
         });
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError || error instanceof WorkflowUpdateFailedError) return;
-      r.notes.push(`decision ${decision} on ${effectId} via ${via}: ${(error as Error).message.slice(0, 200)}`);
+      else await sendDecision(r, effectId, decision, payload, { via: 'update', seen });
     }
   }
 
@@ -686,7 +742,7 @@ class Decide extends Step {
  * operation and target, a payload the provider accepts. Sometimes submitted twice at once (a retry after a
  * client timeout): exactly one of the two may say "created".
  */
-class Revise extends Step {
+export class Revise extends Step {
   constructor(
     readonly index: number,
     readonly copies: number,
@@ -705,55 +761,68 @@ class Revise extends Step {
       bump(r, 'revisions skipped (no rejected effect)');
       return;
     }
-    const trail = await readTrail(r.stack.ledger.db, effect.effectId);
-    if (trail?.effect.stage !== 'rejected') return;
-    const revision = trail.effect.revision + 1;
-    const latest = effect.revisions?.at(-1) ?? (effect.request.payload as Record<string, unknown>);
-    const payload = revised(effect.kind, latest, revision);
-    const request = {
-      payload,
-      approvedBy: OPERATOR,
-      authorizationRef: 'CHAOS-REVISION',
-      reason: `the provider refused revision ${revision - 1}; corrected`,
-    };
-    bump(r, 'revisions submitted');
-    if (this.copies > 1) bump(r, 'revisions submitted twice at once');
-    r.touch(effect.effectId, `operator revision ${revision}${this.copies > 1 ? ` ×${this.copies} at once` : ''}`);
-    const results = await Promise.allSettled(
-      Array.from({ length: this.copies }, () => r.stack.effects.revise(effect.effectId, request)),
-    );
-    const created = results.filter((x) => x.status === 'fulfilled' && x.value.created).length;
-    if (created >= 1) effect.revisions = [...(effect.revisions ?? []), payload];
-    r.log(`operator: revised ${effect.effectId} (revision ${revision}, ${created} of ${this.copies} created)`);
-    if (created > 1)
-      r.violations.push({
-        kind: 'revision_door',
-        effectId: effect.effectId,
-        detail: `${created} of ${this.copies} concurrent submissions of revision ${revision} said "created"`,
-      });
-    for (const x of results) {
-      if (x.status === 'fulfilled') continue;
-      const error = x.reason as Error;
-      // A second submission racing the first may be refused by the ledger (it is no longer rejected).
-      if (this.copies > 1 && created === 1 && error instanceof RevisionRefusedError) continue;
-      if (error instanceof InvalidEffectRequestError || error instanceof RevisionRefusedError)
-        r.violations.push({
-          kind: 'revision_door',
-          effectId: effect.effectId,
-          detail: `a valid revision ${revision} of a rejected effect was refused: ${error.message.slice(0, 200)}`,
-        });
-      else r.notes.push(`revise ${effect.effectId} failed: ${error.message.slice(0, 200)}`);
-    }
+    await submitRevision(r, effect, this.copies);
   }
   toString() {
     return `revise-refused(#${this.index}${this.copies > 1 ? ` ×${this.copies} at once` : ''})`;
   }
 }
 
-type NetFaultKind = 'refuse' | 'latency' | 'drop' | 'reset' | 'cut';
+/**
+ * An operator's revision of a rejected effect, `copies` times at once (a retry after a client timeout, two
+ * operators): exactly one may say "created"; the others are answered as taken or refused, never created.
+ * Returns how many said created (0 when the effect was no longer rejected).
+ */
+export async function submitRevision(r: Real, effect: ModelEffect, copies: number): Promise<number> {
+  const trail = await readTrail(r.stack.ledger.db, effect.effectId);
+  if (trail?.effect.stage !== 'rejected') return 0;
+  const revision = trail.effect.revision + 1;
+  const latest = effect.revisions?.at(-1) ?? (effect.request.payload as Record<string, unknown>);
+  const payload = revised(effect.kind, latest, revision);
+  const request = {
+    payload,
+    approvedBy: OPERATOR,
+    authorizationRef: 'CHAOS-REVISION',
+    reason: `the provider refused revision ${revision - 1}; corrected`,
+  };
+  bump(r, 'revisions submitted');
+  if (copies > 1) bump(r, 'revisions submitted twice at once');
+  r.touch(effect.effectId, `operator revision ${revision}${copies > 1 ? ` ×${copies} at once` : ''}`);
+  const results = await Promise.allSettled(
+    Array.from({ length: copies }, () => r.stack.effects.revise(effect.effectId, request)),
+  );
+  const created = results.filter((x) => x.status === 'fulfilled' && x.value.created).length;
+  if (created >= 1) {
+    effect.revisions = [...(effect.revisions ?? []), payload];
+    effect.revisedAt = { ...effect.revisedAt, [revision]: new Date() };
+  }
+  r.log(`operator: revised ${effect.effectId} (revision ${revision}, ${created} of ${copies} created)`);
+  if (created > 1)
+    r.violations.push({
+      kind: 'revision_door',
+      effectId: effect.effectId,
+      detail: `${created} of ${copies} concurrent submissions of revision ${revision} said "created"`,
+    });
+  for (const x of results) {
+    if (x.status === 'fulfilled') continue;
+    const error = x.reason as Error;
+    // A second submission racing the first may be refused by the ledger (it is no longer rejected).
+    if (copies > 1 && created === 1 && error instanceof RevisionRefusedError) continue;
+    if (error instanceof InvalidEffectRequestError || error instanceof RevisionRefusedError)
+      r.violations.push({
+        kind: 'revision_door',
+        effectId: effect.effectId,
+        detail: `a valid revision ${revision} of a rejected effect was refused: ${error.message.slice(0, 200)}`,
+      });
+    else r.notes.push(`revise ${effect.effectId} failed: ${error.message.slice(0, 200)}`);
+  }
+  return created;
+}
+
+export type NetFaultKind = 'refuse' | 'latency' | 'drop' | 'reset' | 'cut';
 
 /** A network fault between the workers and a real destination (Toxiproxy), held a while, healed by itself. */
-class NetFault extends Step {
+export class NetFault extends Step {
   constructor(
     readonly link: RealLink,
     readonly kind: NetFaultKind,
@@ -768,89 +837,6 @@ class NetFault extends Step {
   toString() {
     return `network(${this.kind} on ${this.link}, ${this.ms} ms)`;
   }
-}
-
-/**
- * A run's step list: `length` slots, each a step or (rarely) empty. Shrinking empties slots, so a shrunk list
- * is the failing run with steps taken out. (fc.commands' lengths are uniform over 0..max, which made runs
- * of 2 steps as likely as runs of 100; a fixed number of slots keeps a run's size near what was asked.)
- */
-export function chaosSteps(length: number): fc.Arbitrary<Step[]> {
-  return fc
-    .array(fc.option(fc.oneof(...chaosCommands()), { freq: 40, nil: null }), { minLength: length, maxLength: length })
-    .map((slots) => slots.filter((step): step is Step => step !== null));
-}
-
-/** The generated steps; weights shape a run: mostly approvals and faults, a few kills and restarts. */
-export function chaosCommands(): fc.Arbitrary<Step>[] {
-  const kinds = fc.constantFrom<EffectKind>(
-    'refund',
-    'task',
-    'post',
-    'post',
-    'task',
-    'refund-refused',
-    'email',
-    'event',
-    'order',
-  );
-  const approve = fc
-    .tuple(kinds, fc.constantFrom(1, 1, 1, 2, 3), fc.constantFrom(...TITLES))
-    .map(([k, c, t]) => new Approve(k, c, t));
-  const fault = fc
-    .tuple(fc.constantFrom(...CHAOS_FAULT_KINDS), fc.nat(10), fc.constantFrom(0.5, 1.5, 2.5))
-    .map(([k, p, d]) => new Fault(k, p, d));
-  const decide = fc
-    .tuple(
-      fc.constantFrom<'prompt' | 'repeated' | 'late' | 'malformed'>(
-        'prompt',
-        'prompt',
-        'repeated',
-        'late',
-        'malformed',
-      ),
-      fc.constantFrom<'signal' | 'update'>('signal', 'update'),
-      fc.nat(1000),
-    )
-    .map(([s, v, i]) => new Decide(s, v, i));
-  const netFault = fc
-    .tuple(
-      fc.constantFrom(...REAL_LINKS),
-      fc.constantFrom<NetFaultKind>('refuse', 'latency', 'drop', 'reset', 'cut'),
-      fc.integer({ min: 500, max: 5000 }),
-    )
-    .map(([link, kind, ms]) => new NetFault(link, kind, ms));
-  const pause = fc.integer({ min: 200, max: 2500 }).map((ms) => new Pause(ms));
-  // Picked uniformly: repeating an arbitrary weighs it.
-  return [
-    ...Array.from({ length: 9 }, () => approve),
-    ...Array.from({ length: 4 }, () => fault),
-    ...Array.from({ length: 2 }, () => netFault),
-    ...Array.from({ length: 3 }, () => decide),
-    ...Array.from({ length: 2 }, () => pause),
-    fc.nat(1000).map((i) => new Reapprove(i)),
-    fc.nat(1000).map((i) => new Conflict(i)),
-    fc.constantFrom(...BAD_INPUTS).map((v) => new BadInput(v)),
-    fc.tuple(fc.nat(7), fc.integer({ min: 0, max: 3000 })).map(([s, ms]) => new KillWorker(s, ms)),
-    fc.integer({ min: 0, max: 2000 }).map((ms) => new RestartDevServer(ms)),
-    fc.constant(null).map(() => new TerminatePg()),
-    fc
-      .tuple(
-        fc.constantFrom<EffectKind>('task', 'post', 'refund', 'order'),
-        fc.constantFrom<'at-start' | 'race'>('at-start', 'race'),
-      )
-      .map(([k, mode]) => new DieAfterLedgerWrite(k, mode)),
-    fc.nat(1000).map((i) => new TerminateRun(i)),
-    // Appended (existing seeds keep their draws as far as fast-check allows): multi-step effects, so faults
-    // and kills hit their later steps too, and an operator's revisions of refused effects.
-    ...Array.from({ length: 2 }, () => fc.constantFrom(...TITLES).map((t) => new Approve('task-announced', 1, t))),
-    fc
-      .constantFrom<EffectKind>('refund-refused', 'refund-refused', 'task-announced')
-      .map((k) => new Approve(k, 1, 'Prepare preview')),
-    ...Array.from({ length: 2 }, () =>
-      fc.tuple(fc.nat(1000), fc.constantFrom(1, 1, 1, 2)).map(([i, c]) => new Revise(i, c)),
-    ),
-  ];
 }
 
 export const isTerminalStage = (stage: string) => isTerminal(stage as never);

@@ -9,8 +9,27 @@ import { type AuditReport, audit, waitsForPerson } from '../audit/audit.js';
 import type { DestinationObject } from '../audit/destination-records.js';
 import { readRequestLog } from '../audit/request-log.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
-import { chaosSteps, isTerminalStage, type Model, newModel, newReal, type Real, type Violation } from './commands.js';
+import {
+  isTerminalStage,
+  type Model,
+  newModel,
+  newReal,
+  quiesceReal,
+  type Real,
+  type Step,
+  type Violation,
+} from './commands.js';
+import {
+  type DecisionCounts,
+  decisionChecks,
+  type RunHistory,
+  ranOnSkewedWorker,
+  readHistories,
+  revisionRunChecks,
+} from './decision-checks.js';
+import { chaosSteps, FULL_MIX, MIXES, type Mix } from './generator.js';
 import { ChaosStack, type ChaosStackOptions } from './stack.js';
+import { unstartable } from './unstartable.js';
 
 export interface ChaosOptions {
   /** Effects approved per run (approximately: the generator stops approving at this many). */
@@ -35,6 +54,19 @@ export interface ChaosOptions {
   /** Time budget per seed, shrinking a failure included (0: report the first failing step list as is). */
   shrinkMs: number;
   stackOptions?: Partial<ChaosStackOptions>;
+  /** A stack already started (a lane of the test's): used as it is, and left running. */
+  stack?: ChaosStack;
+  /** The generator's mix: a name from generator.ts's MIXES, or weights per group; default the full mix. */
+  mix?: string | Mix;
+  /** How many times each newer command may run per run (cross-step, resent, revision-race, poison, reset, …). */
+  caps?: Record<string, number>;
+  /** FillReconcilerPage's count (the reconciler's page plus one); 0: not drawn. */
+  pageFill?: number;
+  /**
+   * Seconds the skewed worker's clock runs ahead of PostgreSQL's (negative: behind); 'seeded' (default): 3 to 8
+   * ahead, from the run; 0: no skew. Needs libfaketime (scripts/setup.sh) and two workers or more.
+   */
+  skewSeconds?: number | 'seeded';
   log: (line: string) => void;
 }
 
@@ -49,12 +81,22 @@ export interface RunVerdict {
   /** Effects revised after a refusal (latest revision above 1), per final stage; and revisions in all. */
   revised: Record<string, number>;
   revisions: number;
+  /** Effects on the real destinations (email, JetStream, the orders database), any step. */
+  realDestination: number;
+  /** Decisions the ledger holds, by kind and answer; and how many an operator sent. */
+  decisions: DecisionCounts;
+  /** Operator resets (workflow and activity) the server took. */
+  resets: number;
+  /** Effects with an activity taken up by the skewed worker, and its skew (seconds). */
+  skewed: { effects: number; seconds: number };
   counts: Record<string, number>;
   stackStats: ChaosStack['stats'];
   audit: AuditReport;
   violations: Violation[];
   /** Effects with no running workflow at the end, and how each came to be so (the reconciler should have resumed them). */
   stuck: Array<{ effectId: string; story: string }>;
+  /** The run's poison effects (no start can succeed): whether the ledger or the reconciler shows why, and what. */
+  unstartable: Array<{ effectId: string; shown: boolean; why: string }>;
   notes: string[];
   /** For each effect with a finding: what happened to it, in order (ledger trail, objects, what the run did). */
   stories: Record<string, string>;
@@ -87,9 +129,16 @@ export function explainedStuck(v: RunVerdict): Set<string> {
  * phase; its story still says how it got there.
  */
 export function violationsOf(v: RunVerdict): Violation[] {
-  const fromAudit = v.audit.findings.map((f) => ({ kind: f.kind, effectId: f.effectId, detail: f.detail }));
+  // An effect no start can succeed for (a poison effect) has no workflow by nature: it must show why (a
+  // violation of its own when it does not), and is not also called stuck or lost.
+  const shown = new Set(v.unstartable.filter((u) => u.shown).map((u) => u.effectId));
+  const fromAudit = v.audit.findings
+    .filter((f) => !(f.effectId && shown.has(f.effectId) && (f.kind === 'stuck' || f.kind === 'lost')))
+    .map((f) => ({ kind: f.kind, effectId: f.effectId, detail: f.detail }));
   return [...v.violations, ...fromAudit];
 }
+
+const IN_FLIGHT = /may still be in flight/;
 
 /** Waits (bounded) until every effect of the run is terminal or visibly waiting for a person; touches nothing. */
 export async function settle(
@@ -112,7 +161,8 @@ export async function settle(
         () => ({ status: 'UNREACHABLE' }) as { status: string; awaiting?: string },
       );
       if (view.status !== 'RUNNING') notRunning++;
-      else if (waitsForPerson(view)) waiting++;
+      // Waiting out the window in which its last request may still land is not settled: it reads back then.
+      else if (waitsForPerson(view) && !IN_FLIGHT.test(view.awaiting ?? '')) waiting++;
       else moving++;
     }
     const elapsed = Date.now() - started;
@@ -182,6 +232,17 @@ async function revisionChecks(stack: ChaosStack, prefix: string, objects: Destin
        AND (e.revision > 1 OR (SELECT count(DISTINCT step) FROM releases x WHERE x.effect_id = r.effect_id) > 1)`;
   const facts = await stack.ledger.sql<{ effectId: string; step: string; externalId: string }[]>`
     SELECT effect_id AS "effectId", step, external_id AS "externalId" FROM facts WHERE effect_id LIKE ${`${prefix}-%`}`;
+  // Never two objects under one (effect, step, revision key): grouped by the exact reference stamped in them.
+  const byKey = new Map<string, DestinationObject[]>();
+  for (const o of objects)
+    if (o.effectId?.startsWith(`${prefix}-`)) byKey.set(o.effectId, [...(byKey.get(o.effectId) ?? []), o]);
+  for (const [key, same] of byKey)
+    if (same.length > 1)
+      found.push({
+        kind: 'duplicate_per_key',
+        effectId: parseKey(key)?.effectId ?? key,
+        detail: `${same.length} objects carry ${key}: ${same.map((o) => o.id).join(', ')}`,
+      });
   const latest = new Map<string, (typeof releases)[number]>();
   for (const r of releases) {
     const ref = `${r.effectId} ${r.step}`;
@@ -266,7 +327,9 @@ export async function verify(
             ? 'its approver was killed right after the ledger write (before the start left); nothing resumed it'
             : effect.terminated
               ? 'its run was terminated from the outside; nothing resumed it'
-              : 'unexplained';
+              : effect.origin === 'poison'
+                ? 'a poison effect: no start of its workflow can succeed on this server'
+                : 'unexplained';
       return { effectId: f.effectId as string, story: `${story} (${f.detail})` };
     });
   const stories: Record<string, string> = {};
@@ -298,6 +361,67 @@ export async function verify(
     revisions += row.revisions;
   }
   violations.push(...(await revisionChecks(stack, prefix, objects.flat())));
+  // Every run's history of every effect: decisions re-sent across runs, the skewed worker's share.
+  const histories = new Map<string, RunHistory[]>();
+  const ids = (
+    await stack.ledger.sql<{ effectId: string }[]>`
+      SELECT effect_id AS "effectId" FROM effects WHERE effect_id LIKE ${`${prefix}-%`}`
+  ).map((r) => r.effectId);
+  for (const id of ids) histories.set(id, await readHistories(stack.client, id).catch(() => []));
+  const decided = await decisionChecks(stack, prefix, real.sent, histories);
+  violations.push(...decided.violations);
+  for (const effect of model?.effects ?? [])
+    if (effect.revisedAt)
+      violations.push(...revisionRunChecks(effect.revisedAt, effect.effectId, histories.get(effect.effectId) ?? []));
+  const unstartableEffects = [];
+  for (const effect of model?.effects.filter((e) => e.origin === 'poison') ?? []) {
+    const seen = await unstartable(stack, effect.effectId);
+    if (!seen) continue;
+    unstartableEffects.push(seen);
+    if (!seen.shown)
+      violations.push({
+        kind: 'unstartable_hidden',
+        effectId: effect.effectId,
+        detail: `no start of its workflow can succeed, and nothing shows it: ${seen.why}`,
+      });
+  }
+  for (const f of violations)
+    if (f.effectId && !stories[f.effectId])
+      stories[f.effectId] = await storyOf(stack, real, f.effectId, objects.flat());
+  // What an operator sees (the workflow's status, the UI's EffectStage) is what the ledger says, once settled.
+  const ledgerStage = new Map(
+    (
+      await stack.ledger.sql<{ effectId: string; stage: string }[]>`
+        SELECT effect_id AS "effectId", stage FROM effects WHERE effect_id LIKE ${`${prefix}-%`}`
+    ).map((r) => [r.effectId, r.stage]),
+  );
+  for (const open of report.inProgress) {
+    const inLedger = ledgerStage.get(open.effectId);
+    if (inLedger && open.stage !== inLedger && waitsForPerson({ status: 'RUNNING', awaiting: open.awaiting ?? '' }))
+      violations.push({
+        kind: 'stage_mismatch',
+        effectId: open.effectId,
+        detail: `its workflow shows ${open.stage}, the ledger ${inLedger}, while it waits for a person (${(open.awaiting ?? '').slice(0, 100)})`,
+      });
+  }
+  // UNKNOWN means a request may have left: not when every attempt of the waiting step was answered "not sent".
+  for (const row of await stack.ledger.sql<{ effectId: string; attempts: number }[]>`
+    SELECT e.effect_id AS "effectId", count(a.attempt_id)::int AS attempts
+      FROM effects e JOIN attempts a ON a.effect_id = e.effect_id
+     WHERE e.effect_id LIKE ${`${prefix}-%`} AND e.stage = 'unknown'
+       AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.effect_id = a.effect_id AND f.step = a.step)
+     GROUP BY e.effect_id
+    HAVING bool_and(EXISTS (SELECT 1 FROM provider_evidence v WHERE v.attempt_id = a.attempt_id
+                              AND v.kind = 'response' AND v.outcome = 'not_sent'))`)
+    violations.push({
+      kind: 'unknown_without_send',
+      effectId: row.effectId,
+      detail: `in UNKNOWN, yet every one of its ${row.attempts} attempt(s) was answered "not sent": nothing can have left`,
+    });
+  const [real_] = await stack.ledger.sql<{ n: number }[]>`
+    SELECT count(DISTINCT effect_id)::int AS n FROM releases
+    WHERE effect_id LIKE ${`${prefix}-%`} AND destination IN ('email-smtp', 'nats-jetstream', 'orders-sql')`;
+  const skewedEffects = [...histories.values()].filter((h) => ranOnSkewedWorker(h, stack.skewedPids)).length;
   return {
     prefix,
     steps,
@@ -305,6 +429,13 @@ export async function verify(
     multiStep,
     revised,
     revisions,
+    realDestination: real_?.n ?? 0,
+    decisions: decided.counts,
+    resets: Object.entries(real.counts)
+      .filter(([k]) => k.startsWith('resets ('))
+      .reduce((a, [, n]) => a + n, 0),
+    skewed: { effects: skewedEffects, seconds: stack.skewedPids.size ? (stack.options.skewSeconds ?? 0) : 0 },
+    unstartable: unstartableEffects,
     stories,
     effects: model?.effects.length ?? 0,
     counts: real.counts,
@@ -344,6 +475,15 @@ export function summarize(v: RunVerdict): string[] {
     )
       .map(([stage, n]) => `${stage} ${n}`)
       .join(', ')}), ${v.revisions} revision(s)`,
+    `  new situations: real-destination effects ${v.realDestination}; decisions sent ${v.decisions.sent}, in the ledger ${Object.entries(
+      v.decisions.byKind,
+    )
+      .sort()
+      .map(([k, n]) => `${k} ${n}`)
+      .join(
+        ', ',
+      )}; resets ${v.resets}; skewed-clock effects ${v.skewed.effects} (${v.skewed.seconds >= 0 ? '+' : ''}${v.skewed.seconds} s); unstartable effects ${v.unstartable.length} (${v.unstartable.filter((u) => u.shown).length} showing why)`,
+    `  decision invariants: applied to another step ${v.violations.filter((x) => x.kind === 'decision_other_step').length}, another episode ${v.violations.filter((x) => x.kind === 'decision_other_episode').length}, another revision ${v.violations.filter((x) => x.kind === 'decision_other_revision').length}, applied twice ${v.violations.filter((x) => x.kind === 'decision_applied_twice').length}`,
     `  invariants: duplicates ${c.duplicate}, lost ${lost}, stuck ${c.stuck} (explained by the run: ${v.stuck.filter((s) => !s.story.startsWith('unexplained')).length}), ` +
       `objects without a fact ${c.object_without_fact + c.object_without_effect}, facts without their object ${c.fact_object_missing + c.fact_object_differs}, ` +
       `keys not from the effect ID ${c.foreign_key}, requests before their attempt row ${v.audit.checked.requests === null ? 'not checked' : c.request_before_attempt}, ` +
@@ -363,22 +503,90 @@ export function summarize(v: RunVerdict): string[] {
   ];
 }
 
+/** A mix by name (generator.ts's MIXES), as JSON weights (`{"revision-race": 1}`), or as given. */
+export function resolveMix(mix: ChaosOptions['mix']): Mix {
+  if (mix === undefined) return FULL_MIX;
+  if (typeof mix !== 'string') return mix;
+  if (mix.trim().startsWith('{')) return JSON.parse(mix) as Mix;
+  const named = MIXES[mix];
+  if (!named)
+    throw new Error(`no mix ${mix}; the mixes are ${Object.keys(MIXES).join(', ')}, or JSON weights per group`);
+  return named;
+}
+
+/**
+ * A step whose own harness call fails (PostgreSQL out of connections on a shared machine, a CLI timing out) is
+ * a note, not a verdict: what the system did wrong is in the violations, each with its step.
+ */
+function tolerant(step: Step): Step {
+  return new Proxy(step, {
+    get(target, key, receiver) {
+      if (key !== 'run') return Reflect.get(target, key, receiver);
+      return async (m: Model, r: Real) => {
+        try {
+          await target.run(m, r);
+        } catch (error) {
+          r.notes.push(`step ${String(target)} could not run: ${(error as Error).message?.slice(0, 200)}`);
+        }
+      };
+    },
+  });
+}
+
+/** FillReconcilerPage's count: as asked, else the stack's reconciler page plus one. */
+function pageFillFor(options: ChaosOptions, stack: ChaosStack): number {
+  if (options.pageFill) return options.pageFill;
+  return stack.options.reconcilerPageSize ? stack.options.reconcilerPageSize + 1 : 0;
+}
+
+/** The skewed worker's offset for a run: 3 to 8 s ahead, from the seed, unless the options say otherwise. */
+function skewFor(asked: ChaosOptions['skewSeconds'], seed: number): number {
+  if (typeof asked === 'number') return asked;
+  return 3 + (seed % 6);
+}
+
+/** The newer commands' caps per run: about one per ten effects in the full mix; an aimed mix, one per effect. */
+function capsFor(options: ChaosOptions, mix: Mix): Record<string, number> {
+  const scaled = mix === FULL_MIX ? Math.max(1, Math.round(options.effects / 10)) : options.effects;
+  return {
+    'cross-step': scaled + 1,
+    'revision-race': scaled,
+    resent: Math.max(1, Math.round(scaled / 2)),
+    'in-flight-retry': scaled,
+    poison: 1,
+    'page-fill': 1,
+    reset: scaled,
+    ...options.caps,
+  };
+}
+
 /** Runs `seeds` seeds (or the one given), one fast-check property run each, shrinking a failure within shrinkMs. */
 export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
-  const stack = new ChaosStack({
-    workers: options.workers,
-    callTimeoutMs: options.callTimeoutMs,
-    readbackIntervalMs: 3000,
-    readbacksPerRun: 10,
-    log: options.log,
-    ...options.stackOptions,
-  });
+  const owned = !options.stack;
+  const stack =
+    options.stack ??
+    new ChaosStack({
+      workers: options.workers,
+      callTimeoutMs: options.callTimeoutMs,
+      readbackIntervalMs: 3000,
+      readbacksPerRun: 10,
+      // The poison effect's ID (110 characters, which the ledger takes) is past this; every other ID stays below.
+      maxIdLength: 100,
+      // A run past 100 events is told to continue as new: a long "not sent" streak reaches it in seconds.
+      suggestContinueAsNewAt: 100,
+      // Five unfinished effects per reconciler page: a run crosses pages with a handful (FillReconcilerPage).
+      reconcilerPageSize: 5,
+      log: options.log,
+      ...options.stackOptions,
+    });
   const outcomes: SeedOutcome[] = [];
   // Ctrl-C / SIGTERM: take the dev server, the simulator, the workers and the database down with us.
   const onSignal = () => void stack.stop().finally(() => process.exit(130));
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  await stack.start();
+  if (owned) {
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    await stack.start();
+  }
   try {
     const firstSeed = options.seed ?? Date.now() % 2_147_483_647;
     const seeds = options.seedList ?? Array.from({ length: options.seeds }, (_, i) => firstSeed + i);
@@ -396,17 +604,21 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         dies: options.dies,
         terminations: options.terminations,
       };
-      const property = fc.asyncProperty(chaosSteps(Math.max(10, options.effects * 3)), async (cmds) => {
+      const mix = resolveMix(options.mix);
+      const generated = chaosSteps(Math.max(10, options.effects * 3), { mix, pageFill: pageFillFor(options, stack) });
+      const property = fc.asyncProperty(generated, async (cmds) => {
         runs++;
         const prefix = `chaos-${seed}-${runs}`;
+        stack.options.skewSeconds = skewFor(options.skewSeconds, seed);
         await stack.reset(`${seed}-${runs}`);
         const real = newReal(stack, prefix, (line) => options.log(`  ${line}`));
-        const model = newModel(limits);
+        const model = newModel(limits, capsFor(options, mix));
         let steps = 0;
         const counted = [...cmds].length;
         options.log(`run ${runs} (${prefix}): up to ${counted} steps`);
-        await fc.asyncModelRun(() => ({ model, real }), cmds);
+        await fc.asyncModelRun(() => ({ model, real }), [...cmds].map(tolerant));
         steps = counted;
+        await quiesceReal(real);
         await stack.quiesce();
         const settled = await settle(stack, prefix, { ...options, log: (line) => options.log(`  ${line}`) });
         const verdict = await verify(stack, real, model, settled, steps);
@@ -447,9 +659,155 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
       });
     }
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await stack.stop();
+    if (owned) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      await stack.stop();
+    }
   }
   return outcomes;
+}
+
+/** One row of the run's table: what it generated and what it found. */
+export interface TableRow {
+  seed: string;
+  effects: number;
+  multiStep: number;
+  revised: number;
+  realDestination: number;
+  decisions: Record<string, number>;
+  resets: number;
+  skewed: number;
+  faults: number;
+  duplicates: number;
+  lost: number;
+  stuck: number;
+  decisionViolations: number;
+  otherViolations: number;
+}
+
+const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
+
+export function tableRow(seed: number | string, v: RunVerdict): TableRow {
+  const failing = violationsOf(v);
+  const explained = explainedStuck(v);
+  const count = (kinds: string[]) => failing.filter((f) => kinds.includes(f.kind)).length;
+  return {
+    seed: String(seed),
+    effects: v.effects,
+    multiStep: sum(v.multiStep),
+    revised: sum(v.revised),
+    realDestination: v.realDestination,
+    decisions: v.decisions.byKind,
+    resets: v.resets,
+    skewed: v.skewed.effects,
+    faults: Object.entries(v.counts)
+      .filter(([k]) => /^(fault|network) /.test(k))
+      .reduce((a, [, n]) => a + n, 0),
+    duplicates: new Set(
+      failing.filter((f) => f.kind === 'duplicate' || f.kind === 'duplicate_per_key').map((f) => f.effectId),
+    ).size,
+    lost: failing.filter((f) => f.kind === 'lost' && !(f.effectId && explained.has(f.effectId))).length,
+    stuck: count(['stuck']),
+    decisionViolations: count([
+      'decision_other_step',
+      'decision_other_episode',
+      'decision_other_revision',
+      'decision_applied_twice',
+    ]),
+    otherViolations: failing.length,
+  };
+}
+
+/** The table `npm run chaos` prints: per seed, then the total. */
+export function formatTable(rows: TableRow[]): string[] {
+  const total: TableRow = {
+    seed: 'total',
+    effects: 0,
+    multiStep: 0,
+    revised: 0,
+    realDestination: 0,
+    decisions: {},
+    resets: 0,
+    skewed: 0,
+    faults: 0,
+    duplicates: 0,
+    lost: 0,
+    stuck: 0,
+    decisionViolations: 0,
+    otherViolations: 0,
+  };
+  for (const r of rows) {
+    for (const k of [
+      'effects',
+      'multiStep',
+      'revised',
+      'realDestination',
+      'resets',
+      'skewed',
+      'faults',
+      'duplicates',
+      'lost',
+      'stuck',
+      'decisionViolations',
+      'otherViolations',
+    ] as const)
+      total[k] += r[k];
+    for (const [k, n] of Object.entries(r.decisions)) total.decisions[k] = (total.decisions[k] ?? 0) + n;
+  }
+  const decisions = (d: Record<string, number>) => {
+    const of = (kind: string) => `${d[`${kind} accepted`] ?? 0}/${d[`${kind} refused`] ?? 0}`;
+    return `${of('approve-retry')} ${of('confirm-delivery')} ${of('abandon')} ${d['unrecognised refused'] ?? 0}`;
+  };
+  const header = [
+    'seed',
+    'effects',
+    'multi-step',
+    'revised',
+    'real-dest',
+    'decisions retry/confirm/abandon/typo (accepted/refused)',
+    'resets',
+    'skewed',
+    'faults',
+    'duplicates',
+    'lost',
+    'stuck',
+    'decision violations',
+    'all violations',
+  ];
+  const cells = [...rows, total].map((r) =>
+    [
+      r.seed,
+      r.effects,
+      r.multiStep,
+      r.revised,
+      r.realDestination,
+      decisions(r.decisions),
+      r.resets,
+      r.skewed,
+      r.faults,
+      r.duplicates,
+      r.lost,
+      r.stuck,
+      r.decisionViolations,
+      r.otherViolations,
+    ].map(String),
+  );
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
+  const line = (c: string[]) => `| ${c.map((x, i) => x.padEnd(widths[i] ?? 0)).join(' | ')} |`;
+  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...cells.map(line)];
+}
+
+/** The steps a seed draws, without running them (capped steps are skipped when the run meets them). */
+export function drawnSteps(options: Pick<ChaosOptions, 'effects' | 'mix' | 'pageFill'>, seed: number): string[] {
+  const mix = resolveMix(options.mix);
+  let drawn: string[] = [];
+  fc.check(
+    fc.property(chaosSteps(Math.max(10, options.effects * 3), { mix, pageFill: options.pageFill ?? 0 }), (steps) => {
+      drawn = steps.map(String);
+      return true;
+    }),
+    { seed, numRuns: 1 },
+  );
+  return drawn;
 }

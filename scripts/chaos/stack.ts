@@ -4,8 +4,9 @@
 // its own, an orders database) behind Toxiproxy, and N worker processes kept alive by a supervisor (a worker
 // that dies — SIGKILLed by the run, or on its own — is started again). The workers reach the real
 // destinations only through their proxies, configured by the same environment variables a deployment sets.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -25,6 +26,7 @@ import { migrateLedger } from '../../ledger/migrate.js';
 import { startDevServer } from '../../stack/dev-server.js';
 import { freePort } from '../../stack/free-port.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../../stack/orders-db.js';
+import { locateTemporalCli } from '../../stack/temporal-cli.js';
 import { claimDatabase } from '../../stack/test-databases.js';
 import { startToxiproxy, type ToxiproxyServer } from '../../stack/toxiproxy.js';
 import { loadTemporalConfig } from '../../workers/config.js';
@@ -35,6 +37,15 @@ export const REAL_LINKS = ['smtp', 'nats', 'orders'] as const;
 export type RealLink = (typeof REAL_LINKS)[number];
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** Debian's libfaketime (`apt-get install faketime`; scripts/setup.sh): a worker's clock skewed against PostgreSQL. */
+export const FAKETIME_LIBRARY = '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1';
+
+/** The absence grace of ChaosStack.effectsShortGrace (a post held in flight commits inside callTimeout + this). */
+export const SHORT_GRACE_MS = 6000;
+
+/** The worker slot whose clock the run skews (the other workers keep the machine's). */
+export const SKEWED_SLOT = 1;
 
 /** The application_name the workers' ledger connections carry: what pg_terminate_backend aims at. */
 export const WORKER_APPLICATION_NAME = 'chaos-worker';
@@ -48,6 +59,24 @@ export interface ChaosStackOptions {
   /** Another worker entry (the broken variants the test keeps); default workers/main.ts. */
   workerEntry?: string;
   workerEnv?: NodeJS.ProcessEnv;
+  /**
+   * Worker slot SKEWED_SLOT runs this many seconds ahead of PostgreSQL's clock (negative: behind), through
+   * libfaketime on its process; 0 or absent: no skew. Set per run (reset) by the chaos run.
+   */
+  skewSeconds?: number;
+  /** Which worker slot is skewed (default SKEWED_SLOT, so the others keep the machine's clock). */
+  skewedSlot?: number;
+  /**
+   * The dev server's `limit.maxIDLength`: an effect whose ID is longer (the ledger takes 128 characters) can
+   * never be started on this server (the chaos run's poison effect). Absent: the server's default (1000).
+   */
+  maxIdLength?: number;
+  /** The workers' EFFECT_LEDGER_RECONCILE_PAGE_SIZE: unfinished effects per reconciler page. */
+  reconcilerPageSize?: number;
+  /** The runner's own ledger connections (default 4; a lane beside others takes fewer). */
+  ledgerConnections?: number;
+  /** The dev server's `limit.historyCount.suggestContinueAsNew` (events): a long run is told to continue as new soon. */
+  suggestContinueAsNewAt?: number;
   log?: (line: string) => void;
 }
 
@@ -67,13 +96,22 @@ export class ChaosStack {
   orders!: OrdersDatabase;
   toxiproxy!: ToxiproxyServer;
   /** The JetStream stream (and subject prefix) of this stack; default duplicate window. */
-  readonly stream = `CHAOS_${randomBytes(4).toString('hex')}`;
-  readonly subjectPrefix = `chaos_${this.stream.slice(6).toLowerCase()}`;
+  stream = `CHAOS_${randomBytes(4).toString('hex')}`;
+  subjectPrefix = `chaos_${this.stream.slice(6).toLowerCase()}`;
   readonly proxies = {} as Record<RealLink, { proxy: ToxicProxy; port: number }>;
   connection!: Connection;
   client!: Client;
   ledger!: Ledger;
   effects!: EffectLedgerClient;
+  /**
+   * The same, but a run continues as new after two readbacks while a person is awaited (decisions re-sent
+   * across runs), and every destination's absence grace is 2 s (a person is asked soon).
+   */
+  effectsShortRuns!: EffectLedgerClient;
+  /** The same, but every destination's absence grace is 6 s (an in-flight window of the call timeout plus 6 s). */
+  effectsShortGrace!: EffectLedgerClient;
+  /** The process IDs the skewed worker had (restarts included): its activities' identity names it. */
+  readonly skewedPids = new Set<number>();
   readonly workers: Array<WorkerProcess | null> = [];
   /** Workers that died on their own, with the tail of their output. */
   readonly crashes: Array<{ at: Date; slot: number; exit: string; tail: string }> = [];
@@ -90,13 +128,52 @@ export class ChaosStack {
   #stopping = false;
   #pending = new Set<Promise<unknown>>();
 
+  /** Set on a lane (fork()): the stack whose servers it shares. */
+  #parent: ChaosStack | undefined;
+
   constructor(readonly options: ChaosStackOptions) {}
+
+  /**
+   * Another lane on this stack's servers, to run beside it: its own database, task queue, provider simulator
+   * (its faults and its records are its own) and workers; the Temporal server, Mailpit, NATS, the orders
+   * database and Toxiproxy shared. Start it with start(); its stop() stops only what is its own. A lane never
+   * restarts the shared Temporal server (RestartDevServer is for the stack that owns it).
+   */
+  fork(options: Partial<ChaosStackOptions>): ChaosStack {
+    const lane = new ChaosStack({ ...this.options, ...options });
+    lane.#parent = this;
+    lane.stream = this.stream;
+    lane.subjectPrefix = this.subjectPrefix;
+    return lane;
+  }
+
+  /** Whether this stack owns the Temporal server (a lane shares its parent's). */
+  get ownsServer(): boolean {
+    return !this.#parent;
+  }
 
   private log(line: string) {
     this.options.log?.(line);
   }
 
   async start(): Promise<void> {
+    const parent = this.#parent;
+    if (parent) {
+      this.simulator = await startSimulator();
+      Object.assign(this, {
+        address: parent.address,
+        env: parent.env,
+        mailpit: parent.mailpit,
+        nats: parent.nats,
+        orders: parent.orders,
+        toxiproxy: parent.toxiproxy,
+        connection: parent.connection,
+        client: parent.client,
+      });
+      if (parent.cluster) this.cluster = parent.cluster;
+      Object.assign(this.proxies, parent.proxies);
+      return;
+    }
     this.#port = await freePort();
     this.address = `${this.config.devServer.ip}:${this.#port}`;
     const [env, simulator, mailpit, nats, orders, toxiproxy] = await Promise.all([
@@ -127,7 +204,17 @@ export class ChaosStack {
       this.cluster = await startCluster({ config: this.config, port: this.#port, log: (line) => this.log(line) });
       return environmentOnCluster(this.cluster);
     }
-    return startDevServer({ config: this.config, port: this.#port, dbFilename: join(this.#dir, 'temporal.db') });
+    const { maxIdLength, suggestContinueAsNewAt } = this.options;
+    const dynamic = [
+      ...(maxIdLength ? [`limit.maxIDLength=${maxIdLength}`] : []),
+      ...(suggestContinueAsNewAt ? [`limit.historyCount.suggestContinueAsNew=${suggestContinueAsNewAt}`] : []),
+    ];
+    return startDevServer({
+      config: this.config,
+      port: this.#port,
+      dbFilename: join(this.#dir, 'temporal.db'),
+      extraArgs: dynamic.flatMap((value) => ['--dynamic-config-value', value]),
+    });
   }
 
   /** A fresh world for one run: a new database, an emptied provider, a new task queue, fresh workers. */
@@ -146,16 +233,20 @@ export class ChaosStack {
     await claimDatabase(this.dbName, adminUrl);
     const runner = new URL(this.databaseUrl);
     runner.searchParams.set('application_name', 'chaos-runner');
-    this.ledger = openLedger(runner.toString(), { max: 4 });
+    this.ledger = openLedger(runner.toString(), { max: this.options.ledgerConnections ?? 4 });
     this.taskQueue = `chaos-${tag}`;
-    this.effects = new EffectLedgerClient({
+    const clientOptions = {
       client: this.client,
       db: this.ledger.db,
       taskQueue: this.taskQueue,
       callTimeoutMs: this.options.callTimeoutMs,
       readbackIntervalMs: this.options.readbackIntervalMs,
       readbacksPerRun: this.options.readbacksPerRun,
-    });
+    };
+    this.effects = new EffectLedgerClient(clientOptions);
+    this.effectsShortRuns = new EffectLedgerClient({ ...clientOptions, readbacksPerRun: 2, absenceGraceMs: 2000 });
+    this.effectsShortGrace = new EffectLedgerClient({ ...clientOptions, absenceGraceMs: SHORT_GRACE_MS });
+    this.skewedPids.clear();
     await Promise.all(Array.from({ length: this.options.workers }, (_, slot) => this.startWorker(slot)));
   }
 
@@ -239,6 +330,24 @@ export class ChaosStack {
     );
   }
 
+  /** Whether a worker slot's clock is skewed (and libfaketime is there to skew it). */
+  skewed(slot: number): boolean {
+    return (
+      slot === (this.options.skewedSlot ?? SKEWED_SLOT) && !!this.options.skewSeconds && existsSync(FAKETIME_LIBRARY)
+    );
+  }
+
+  /** libfaketime's environment: wall-clock time offset, monotonic time (timers) left alone. */
+  private skewEnvironment(slot: number): NodeJS.ProcessEnv {
+    if (!this.skewed(slot)) return {};
+    const seconds = this.options.skewSeconds ?? 0;
+    return {
+      LD_PRELOAD: FAKETIME_LIBRARY,
+      FAKETIME: `${seconds >= 0 ? '+' : ''}${seconds}s`,
+      FAKETIME_DONT_FAKE_MONOTONIC: '1',
+    };
+  }
+
   private async startWorker(slot: number): Promise<void> {
     const worker = await startWorkerProcess(
       {
@@ -255,11 +364,16 @@ export class ChaosStack {
         env: {
           ...this.childEnvironment(WORKER_APPLICATION_NAME),
           EFFECT_LEDGER_RECONCILE_EVERY_MS: '3000',
+          ...(this.options.reconcilerPageSize
+            ? { EFFECT_LEDGER_RECONCILE_PAGE_SIZE: String(this.options.reconcilerPageSize) }
+            : {}),
+          ...this.skewEnvironment(slot),
           ...this.options.workerEnv,
         },
       },
     );
     this.workers[slot] = worker;
+    if (this.skewed(slot) && worker.child.pid) this.skewedPids.add(worker.child.pid);
     // Keep the tail of what the worker printed: why it died, if it dies on its own.
     let tail = '';
     const keep = (chunk: Buffer) => {
@@ -319,6 +433,7 @@ export class ChaosStack {
    * SIGKILLs the server process and starts it again on the same databases.
    */
   async restartDevServer(downMs: number): Promise<void> {
+    if (!this.ownsServer) throw new Error('a lane does not restart the Temporal server it shares');
     if (this.cluster) {
       await this.cluster.killServer();
       await new Promise((resolve) => setTimeout(resolve, downMs));
@@ -338,6 +453,40 @@ export class ChaosStack {
       }
     }
     this.stats.devServerRestarts++;
+  }
+
+  /**
+   * A barrier around a run's close: every worker process is stopped (SIGSTOP) while `during` runs, then
+   * continued. What a run was about to do (close, take up its next task) waits until the caller has raced it.
+   * Held at most `maxMs`, below the activities' timeouts.
+   */
+  async withWorkersStopped<T>(during: () => Promise<T>, maxMs = 1500): Promise<T> {
+    const stopped = this.workers.filter((w): w is WorkerProcess => !!w && w.child.exitCode === null);
+    for (const w of stopped) w.child.kill('SIGSTOP');
+    const release = () => {
+      for (const w of stopped) if (w.child.exitCode === null) w.child.kill('SIGCONT');
+    };
+    const cap = setTimeout(release, maxMs);
+    try {
+      return await during();
+    } finally {
+      clearTimeout(cap);
+      release();
+    }
+  }
+
+  /** The Temporal CLI against this stack's server (an operator's `temporal workflow reset`, say). */
+  temporalCli(args: string[]): Promise<{ ok: boolean; output: string }> {
+    const cli = locateTemporalCli();
+    if (cli.type !== 'existing-path') return Promise.resolve({ ok: false, output: 'no Temporal CLI binary here' });
+    return new Promise((resolve) =>
+      execFile(
+        cli.path,
+        [...args, '--address', this.address, '--namespace', this.namespace],
+        { timeout: 30_000 },
+        (error, stdout, stderr) => resolve({ ok: !error, output: `${stdout}${stderr}`.trim() }),
+      ),
+    );
   }
 
   /** pg_terminate_backend on every ledger connection the workers hold. */
@@ -369,6 +518,12 @@ export class ChaosStack {
 
   async stop(): Promise<void> {
     await this.stopWorkers();
+    if (this.#parent) {
+      await Promise.allSettled([this.ledger?.close(), this.simulator?.stop()]);
+      if (this.dbName && !process.env.CHAOS_KEEP_DATABASE) await this.dropDatabase().catch(() => {});
+      rmSync(this.#dir, { recursive: true, force: true });
+      return;
+    }
     await Promise.allSettled([this.ledger?.close(), this.connection?.close()]);
     if (this.nats)
       await jetstreamManager(this.nats.connection)

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { TEMPORAL_TARGET_ENV } from '../../harness/temporal-target.js';
 import { explainedStuck, type RunVerdict, runChaos, summarize } from '../../scripts/chaos/run.js';
+import { FIXED_MIX, FIXED_SKEW } from '../support/fixed-mix.js';
 
 process.env[TEMPORAL_TARGET_ENV] = 'cluster';
 const log = (line: string) => process.stdout.write(`# ${line}\n`);
@@ -20,11 +21,11 @@ function lostOf(v: RunVerdict): number {
 }
 
 describe('chaos run on the cluster', () => {
-  test(`seed ${SEED}: ~20 effects, three workers, a worker and the server killed → no duplicates, nothing lost`, {
+  test(`seed ${SEED}: ~14 effects, three workers, a worker and the server killed → no duplicates, nothing lost`, {
     timeout: 600_000,
   }, async () => {
     const [outcome] = await runChaos({
-      effects: 20,
+      effects: 14,
       kills: 1,
       devRestarts: 1,
       dies: 1,
@@ -36,6 +37,8 @@ describe('chaos run on the cluster', () => {
       settleMs: 150_000,
       reconcileMs: 30_000,
       shrinkMs: 0,
+      mix: FIXED_MIX,
+      skewSeconds: FIXED_SKEW,
       log,
     });
     const verdict = outcome?.verdict;

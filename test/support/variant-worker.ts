@@ -5,17 +5,23 @@
 //   title-readback    readback trusts a title: the first object whose title (or text) matches is "ours"
 //   no-fresh-readback the real adapters, but the workflow bundled with one line changed: a retry (human or
 //                     automatic) leaves at once, without the fresh readback and the in-flight wait before it
+//   cuts              the real worker (every destination configured as workers/main.ts does, the ledger
+//                     reconciler hosted), with the cuts CHAOS_CUTS names planted: a workflow file's at bundle
+//                     time (cut-loader.cjs), any other file's as Node loads it (cut-hooks.mjs) — test/support/cuts.ts
 import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
 import { createDestinations } from '../../activities/destinations/registry.js';
-import { resolveTemporalTarget } from '../../client/temporal-connection.js';
+import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
+import { connectTemporalClient, resolveTemporalTarget } from '../../client/temporal-connection.js';
 import type { DestinationAdapter, ReadbackResult } from '../../domain/destination-contract.js';
 import { databaseUrl, openLedger } from '../../ledger/db.js';
-import { providerUrl } from '../../workers/config.js';
+import { destinationSettings, providerUrl } from '../../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../../workers/effect-worker.js';
+import { ensureReconcilerSchedule } from '../../workers/ledger-reconciler.js';
 import { connectWorkerNative } from '../../workers/temporal-worker-connection.js';
+import { CUTS_ENV, type Cut } from './cuts.js';
 
-export const VARIANTS = ['key-from-run', 'key-from-attempt', 'title-readback', 'no-fresh-readback'] as const;
+export const VARIANTS = ['key-from-run', 'key-from-attempt', 'title-readback', 'no-fresh-readback', 'cuts'] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 function brokenKey(adapter: DestinationAdapter, variant: 'key-from-run' | 'key-from-attempt'): DestinationAdapter {
@@ -80,33 +86,80 @@ const destinations =
       }
     : variant === 'no-fresh-readback'
       ? real
-      : { 'keyed-api': brokenKey(keyed, variant), 'social-feed': social };
+      : variant === 'cuts'
+        ? createDestinations(destinationSettings())
+        : { 'keyed-api': brokenKey(keyed, variant), 'social-feed': social };
 
-/** The workflow with the fresh readback before a retry cut out, at bundle time (the loader says how). */
-async function bundleWithoutFreshReadback() {
-  const loader = fileURLToPath(new URL('./skip-fresh-readback-loader.cjs', import.meta.url));
+/** no-fresh-readback: a retry (human or automatic) leaves at once, without the fresh readback before it. */
+const NO_FRESH_READBACK: Cut = {
+  file: 'workflows/reconcile.ts',
+  find: 'if (!run.v3) return RETRY;',
+  replace: 'return RETRY;',
+};
+
+/** The workflow bundled with the cuts of workflow files applied (test/support/cut-loader.cjs). */
+async function bundleWithCuts(cuts: Cut[]) {
+  const loader = fileURLToPath(new URL('./cut-loader.cjs', import.meta.url));
+  const files = cuts.filter((c) => c.file.startsWith('workflows/'));
   return bundleEffectWorkflows({
     webpackConfigHook: (config) => {
-      config.module?.rules?.push({ test: /workflows[\\/]reconcile\.ts$/, enforce: 'pre', use: [{ loader }] });
+      for (const file of new Set(files.map((c) => c.file)))
+        config.module?.rules?.push({
+          test: (resource: string) => resource.endsWith(file),
+          enforce: 'pre',
+          use: [{ loader, options: { cuts: files } }],
+        });
       return config;
     },
   });
 }
 
+const cuts: Cut[] =
+  variant === 'no-fresh-readback'
+    ? [NO_FRESH_READBACK]
+    : variant === 'cuts'
+      ? (JSON.parse(process.env[CUTS_ENV] ?? '[]') as Cut[])
+      : [];
 const config = resolveTemporalTarget();
 const ledger = openLedger(databaseUrl());
 const connection = await connectWorkerNative(config);
+// The cuts variant is the whole worker: the ledger reconciler too, as workers/main.ts hosts it.
+const client = variant === 'cuts' ? await connectTemporalClient(config) : undefined;
 try {
+  const pageSize = process.env.EFFECT_LEDGER_RECONCILE_PAGE_SIZE;
+  const effects =
+    client &&
+    new EffectLedgerClient({
+      client,
+      db: ledger.db,
+      taskQueue: config.taskQueue,
+      ...(pageSize ? { reconcilerPageSize: Number(pageSize) } : {}),
+    });
+  const everyMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
+  if (client)
+    await ensureReconcilerSchedule(client, {
+      taskQueue: config.taskQueue,
+      everyMs,
+      olderThanMs: Math.min(30_000, everyMs),
+    });
   const worker = await createEffectWorker({
     connection,
     namespace: config.namespace,
     taskQueue: config.taskQueue,
     db: ledger.db,
     destinations,
-    ...(variant === 'no-fresh-readback' ? { workflowBundle: await bundleWithoutFreshReadback() } : {}),
+    ...(effects ? { effects } : {}),
+    ...(cuts.some((c) => c.file.startsWith('workflows/')) ? { workflowBundle: await bundleWithCuts(cuts) } : {}),
   });
+  const pass =
+    effects &&
+    setInterval(() => {
+      effects.resumeStranded({ olderThanMs: Math.min(30_000, everyMs) }).catch(() => {});
+    }, everyMs);
+  pass?.unref();
   await worker.run();
+  if (pass) clearInterval(pass);
 } finally {
-  await connection.close();
+  await Promise.allSettled([connection.close(), client?.connection.close()]);
   await ledger.close();
 }
