@@ -17,12 +17,14 @@ start_tool_builds
 
 # 0b. Debian's packages the machine lacks, in one apt run in the background: nats-server (the tests start
 #     one if none answers on 4222), PostgreSQL (only if there is neither a server answering nor a cluster to
-#     start), Chromium (the Web UI's browser tests; never a browser download).
+#     start), Chromium (the Web UI's browser tests; never a browser download), libfaketime (a worker whose clock
+#     runs ahead of PostgreSQL's: test/in-flight-window.test.ts and the chaos run's skewed worker).
 pg_ready() { command -v pg_isready >/dev/null && pg_isready -q -h 127.0.0.1 -p 5432; }
 debs=()
 command -v nats-server >/dev/null || debs+=(nats-server)
 if ! pg_ready && ! ls /etc/postgresql/*/main >/dev/null 2>&1; then debs+=(postgresql); fi
 if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] && [ "${SKIP_CHROMIUM:-}" != 1 ]; then debs+=(chromium); fi
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] || debs+=(faketime)
 apt_pid=
 if [ ${#debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -35,17 +37,6 @@ if [ ${#debs[@]} -gt 0 ]; then
   else
     echo "missing and not installable here (not root or no apt-get): ${debs[*]}" >&2
   fi
-fi
-# libfaketime: a worker process whose clock runs ahead of PostgreSQL's (test/in-flight-window.test.ts).
-if ! command -v faketime >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  step "installing faketime (libfaketime) from Debian's packages"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null
-fi
-
-# 0c. Debian's libfaketime: the chaos run skews one worker's clock against PostgreSQL's (scripts/chaos/stack.ts).
-if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  step "installing faketime (libfaketime) from Debian's packages"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null
 fi
 
 # 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
