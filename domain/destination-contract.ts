@@ -179,4 +179,9 @@ export interface DestinationAdapter extends DestinationContract {
   resolveUrl(url: string): string | null;
   /** What the destination's object URLs look like, for a refusal's message, e.g. "https://…/v1/objects/<id>". */
   objectUrlShape: string;
+  /**
+   * Optional: ends what the connection keeps open (a client's socket, a pool), so the worker's process can exit.
+   * The worker calls it once it has stopped, after its last activity; a call after it may connect anew.
+   */
+  close?(): Promise<void>;
 }

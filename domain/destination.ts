@@ -129,7 +129,8 @@ export interface DestinationDefinition {
   contract: DestinationContract;
   /**
    * The connection this worker makes, from its environment and the destination's credential; undefined
-   * when the worker is not configured for it. Runs once, when the worker starts.
+   * when the worker is not configured for it. Runs once, when the worker starts. A connection that keeps
+   * something open (a client's socket, a pool) returns `close()` too: the worker calls it once it has stopped.
    */
   connect(context: DestinationContext): DestinationConnection | undefined;
 }
@@ -154,12 +155,26 @@ export function defineDestination(definition: DestinationDefinition): Destinatio
           (f) => typeof (connection as Partial<DestinationConnection>)?.[f] !== 'function',
         ).map((f) => `connect() returned no ${f} function`),
         ...(typeof connection?.objectUrlShape === 'string' ? [] : ['connect() returned no objectUrlShape text']),
+        ...(connection?.close === undefined || typeof connection.close === 'function'
+          ? []
+          : ['connect() returned a close that is not a function']),
       ];
       if (issues.length) throw new DestinationDefinitionError(JSON.stringify(contract.name), issues);
       // The contract is what approvals were validated against: the connection cannot redefine it.
       return { ...connection, ...contract };
     },
   };
+}
+
+/** Ends what an adapter keeps open (its optional close()); a close that fails is reported, never thrown. */
+export async function closeAdapter(adapter: DestinationAdapter): Promise<string | undefined> {
+  if (typeof adapter.close !== 'function') return undefined;
+  try {
+    await adapter.close();
+    return undefined;
+  } catch (error) {
+    return `${adapter.name}: ${error instanceof Error ? error.message : String(error)}`;
+  }
 }
 
 export function isDestination(value: unknown): value is Destination {

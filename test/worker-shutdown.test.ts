@@ -1,12 +1,17 @@
 // A deploy's SIGTERM is not a crash: the worker stops polling, lets the send it is running finish, records
 // the provider's answer, and exits cleanly. Nothing becomes UNKNOWN and no activity is reported as failed.
+// The connections its destinations keep open (a NATS client's) close with it, so the process does exit.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { subjectFor } from '../activities/destinations/nats-jetstream.js';
 import { assertProviderSaw, providerPostsFor, resultOf } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
+import { startNats } from '../harness/nats.js';
 import { taskRequest } from '../harness/sample-requests.js';
-import { startWorkerProcess } from '../harness/worker-process.js';
-import { waitFor } from '../stack/wait-for.js';
+import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
+import { waitFor, within } from '../stack/wait-for.js';
 
 const ANSWER_HELD_MS = 3000;
 
@@ -50,5 +55,49 @@ describe('worker shutdown on SIGTERM', { timeout: 180_000 }, () => {
         e.activityTaskCanceledEventAttributes,
     );
     assert.equal(failed.length, 0, 'no activity failed, timed out or was cancelled');
+  });
+
+  test('a worker hosting JetStream exits after SIGTERM: its NATS connection closes with it', async () => {
+    const effectId = 'event:deploy';
+    const nats = await startNats();
+    const tag = randomBytes(4).toString('hex');
+    const stream = `SHUTDOWN_${tag}`;
+    const subjectPrefix = `shutdown_${tag}`;
+    const jsm = await jetstreamManager(nats.connection);
+    let worker: WorkerProcess | undefined;
+    try {
+      await jsm.streams.add({ name: stream, subjects: [`${subjectPrefix}.>`] });
+      worker = await startWorkerProcess(stack, undefined, {
+        env: {
+          EFFECT_LEDGER_NATS_URL: nats.address,
+          EFFECT_LEDGER_NATS_STREAM: stream,
+          EFFECT_LEDGER_NATS_SUBJECT_PREFIX: subjectPrefix,
+        },
+      });
+      const child = worker.child;
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      await stack.effects.approve({
+        effectId,
+        destination: 'nats-jetstream',
+        operation: 'event.publish',
+        payload: { type: 'invoice.sent', data: { invoice: 'INV-deploy' } },
+        approvedBy: 'ana@example.com',
+        authorizationRef: 'TICKET-DEPLOY',
+      });
+      // The publish left over the adapter's connection, which stays open for the next one.
+      assert.equal((await stack.effects.result(effectId)).stage, 'recorded');
+      const info = await jsm.streams.info(stream, { subjects_filter: subjectFor(subjectPrefix, effectId) });
+      assert.equal(info.state.messages, 1, 'one message on the stream');
+      child.kill('SIGTERM');
+      // No activity is running: the worker stops at once, unless something keeps its event loop alive.
+      const code = await within(exited, 'the worker to exit after SIGTERM', 20_000).catch(
+        (error: Error) => error.message,
+      );
+      assert.equal(code, 0, 'the worker exits cleanly');
+    } finally {
+      await worker?.kill();
+      await jsm.streams.delete(stream).catch(() => {});
+      await nats.stop();
+    }
   });
 });

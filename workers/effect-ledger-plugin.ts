@@ -22,7 +22,13 @@ import type { Destinations } from '../activities/destinations/registry.js';
 import type { EffectMetrics } from '../activities/effect-metrics.js';
 import { createActivities } from '../activities/index.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
-import type { DestinationCatalog, DestinationContext, KnownDestination } from '../domain/destination.js';
+import {
+  closeAdapter,
+  type DestinationCatalog,
+  type DestinationContext,
+  type KnownDestination,
+} from '../domain/destination.js';
+import type { DestinationAdapter } from '../domain/destination-contract.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { hostDestinations } from './hosted-destinations.js';
 import {
@@ -72,6 +78,10 @@ interface ConfiguredWorker {
 
 export class EffectLedgerPlugin extends SimplePlugin {
   private readonly hosted: Destinations;
+  /** The adapters this plugin connected (not those it was handed, connected, by name): it closes them. */
+  private readonly owned: DestinationAdapter[];
+  /** Workers of this plugin running now: the connections close when the last one stops. */
+  private running = 0;
   private readonly known: DestinationCatalog;
   private readonly notHosted: string[];
   /** Per task queue: one plugin object may serve several workers. */
@@ -86,10 +96,12 @@ export class EffectLedgerPlugin extends SimplePlugin {
         known: this.known,
         notHosted: this.notHosted,
       } = hostDestinations(given as readonly KnownDestination[], settings.env));
+      this.owned = Object.values(this.hosted);
     } else {
       this.hosted = given as Destinations;
       this.known = Object.freeze({ ...this.hosted });
       this.notHosted = [];
+      this.owned = [];
     }
   }
 
@@ -142,8 +154,27 @@ export class EffectLedgerPlugin extends SimplePlugin {
     return { ...configured, ...this.workflows(configured) };
   }
 
-  /** The reconciler's schedule and local pass run beside the worker, and stop with it. */
+  /**
+   * The reconciler's schedule and local pass run beside the worker, and stop with it. Once the last worker of
+   * this plugin has stopped, the destinations' connections close (a NATS connection would keep the process up).
+   */
   override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    this.running += 1;
+    try {
+      await this.runWithReconciler(worker, next);
+    } finally {
+      this.running -= 1;
+      if (this.running === 0) await this.closeDestinations();
+    }
+  }
+
+  /** Closes what the connected destinations keep open; a close that fails is logged. */
+  private async closeDestinations(): Promise<void> {
+    const failed = (await Promise.all(this.owned.map(closeAdapter))).filter((f) => f !== undefined);
+    if (failed.length) Runtime.instance().logger.warn('destination connections failed to close', { failed });
+  }
+
+  private async runWithReconciler(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     const { reconciler } = this.settings;
     const configured = this.configured.get(worker.options.taskQueue);
     if (reconciler === false || !configured) return super.runWorker(worker, next);

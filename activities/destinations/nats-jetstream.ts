@@ -197,6 +197,13 @@ export function natsJetStream(settings: JetStreamSettings): DestinationAdapter {
       };
     },
 
+    // The connection keeps the process alive until closed: the worker closes it once it has stopped.
+    async close() {
+      const nc = await connection?.catch(() => undefined);
+      connection = undefined;
+      await nc?.close().catch(() => {});
+    },
+
     // Messages have no URLs: a person confirms with `<stream>:<seq>`.
     resolveUrl: () => null,
     objectUrlShape: 'none (confirm with <stream>:<sequence>)',
