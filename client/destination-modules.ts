@@ -3,6 +3,7 @@
 // array of destinations (defineDestination, httpDestination) or bare contracts; a named export `destinations` works
 // too. Unset, the built-ins. The same variable serves the worker (which connects them), the CLI and backend code
 // (which validate against their contracts).
+import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -38,10 +39,14 @@ export function destinationSpecifiers(setting: string | undefined): string[] {
     .filter(Boolean);
 }
 
-/** A path (relative to `cwd`) or a file URL as itself; a package name as `cwd`'s node_modules resolve it. */
-function moduleUrl(specifier: string, cwd: string): string {
+/**
+ * A path (relative to `cwd`) or a file URL as itself; a package name as `cwd`'s node_modules resolve it. A bare
+ * `dir/file.mjs` that is a file under `cwd` is that file (as `node dir/file.mjs` runs it), not a package `dir`.
+ */
+export function destinationModuleUrl(specifier: string, cwd = process.cwd()): string {
   if (specifier.startsWith('file:')) return specifier;
-  if (isAbsolute(specifier) || specifier.startsWith('.')) return pathToFileURL(resolve(cwd, specifier)).href;
+  if (isAbsolute(specifier) || specifier.startsWith('.') || isFile(resolve(cwd, specifier)))
+    return pathToFileURL(resolve(cwd, specifier)).href;
   try {
     return pathToFileURL(createRequire(join(cwd, 'package.json')).resolve(specifier)).href;
   } catch {
@@ -49,11 +54,13 @@ function moduleUrl(specifier: string, cwd: string): string {
   }
 }
 
+const isFile = (path: string) => statSync(path, { throwIfNoEntry: false })?.isFile() === true;
+
 /** The destinations one module exports, each checked (a destination, or a contract). */
 export async function importDestinations(specifier: string, cwd = process.cwd()): Promise<KnownDestination[]> {
   let loaded: Record<string, unknown>;
   try {
-    loaded = (await import(moduleUrl(specifier, cwd))) as Record<string, unknown>;
+    loaded = (await import(destinationModuleUrl(specifier, cwd))) as Record<string, unknown>;
   } catch (error) {
     if (error instanceof DestinationDefinitionError) throw error;
     throw new DestinationModuleError(specifier, `cannot be loaded (${(error as Error).message})`);

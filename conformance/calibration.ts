@@ -5,7 +5,8 @@
 // is reached, so at the landing point itself whether the last request leaves first is a race; one byte
 // more, and the connection closes only once the server has begun to answer the request that stored the
 // object (faults.ts).
-import type { DestinationContract } from '../domain/destination-contract.js';
+import { closeAdapter } from '../domain/destination.js';
+import type { DestinationAdapter, DestinationContract } from '../domain/destination-contract.js';
 import type { ToxiproxyServer } from '../stack/toxiproxy.js';
 import { waitFor, within } from '../stack/wait-for.js';
 import { retried } from './patience.js';
@@ -35,6 +36,8 @@ const SETTLE_MS = 300;
 export interface CalibrationInput {
   toxiproxy: ToxiproxyServer;
   server: ConformanceServer;
+  /** The destination connected through a proxy at host:port. */
+  connect: (address: string) => DestinationAdapter;
   contract: DestinationContract;
   /** Names the calibration's proxies and effect IDs. */
   tag: string;
@@ -43,7 +46,7 @@ export interface CalibrationInput {
 }
 
 export async function calibrate(input: CalibrationInput): Promise<Calibration> {
-  const { toxiproxy, server, contract, tag, callTimeoutMs, sendSlackMs } = input;
+  const { toxiproxy, server, connect, contract, tag, callTimeoutMs, sendSlackMs } = input;
   let probes = 0;
 
   async function probe(limit: number | null) {
@@ -59,8 +62,9 @@ export async function calibrate(input: CalibrationInput): Promise<Calibration> {
         toxicity: 1,
         attributes: { bytes: limit },
       });
+    let adapter: DestinationAdapter | undefined;
     try {
-      const adapter = await server.adapter(`127.0.0.1:${port}`);
+      adapter = connect(`127.0.0.1:${port}`);
       const pkg = releasedPackage(contract, server.sample, reference);
       const sent = await within(
         adapter.send(sendRequest(reference, reference, server.sample.operation, pkg, callTimeoutMs)),
@@ -75,6 +79,7 @@ export async function calibrate(input: CalibrationInput): Promise<Calibration> {
       return { name, reference, sent, landed };
     } finally {
       await proxy.remove();
+      if (adapter) await closeAdapter(adapter);
     }
   }
 

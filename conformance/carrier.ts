@@ -3,7 +3,8 @@
 // the operation `note.then`, whose second step is the sample send of the destination under test.
 import { z } from 'zod';
 import { ordersSql } from '../activities/destinations/orders-sql.js';
-import type { DestinationAdapter, DestinationContract } from '../domain/destination-contract.js';
+import { type Destination, defineDestination } from '../domain/destination.js';
+import type { DestinationContract } from '../domain/destination-contract.js';
 import { FURTHER_STEP } from './faults.js';
 import type { Sample } from './requests.js';
 
@@ -37,7 +38,7 @@ export function carrierContract(destination: string, sample: Sample): Destinatio
   };
 }
 
-/** The carrier's adapter: orders-sql's, on a database with its table (stack/orders-db.ts). */
-export function carrierAdapter(contract: DestinationContract, databaseUrl: string): DestinationAdapter {
-  return { ...ordersSql(databaseUrl), ...contract };
+/** The carrier as a destination: orders-sql's connection, on a database with its table (stack/orders-db.ts). */
+export function carrierDestination(destination: string, sample: Sample, databaseUrl: string): Destination {
+  return defineDestination({ contract: carrierContract(destination, sample), connect: () => ordersSql(databaseUrl) });
 }

@@ -7,6 +7,7 @@
 //             what it left running has settled, exactly one object must carry the step's reference, and the
 //             step's fact must name it.
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { closeAdapter } from '../domain/destination.js';
 import type {
   DestinationAdapter,
   DestinationContract,
@@ -34,6 +35,8 @@ export interface CellContext {
   destination: string;
   contract: DestinationContract;
   server: ConformanceServer;
+  /** The destination connected through a proxy at host:port (its connect(), with the target's env). */
+  connect: (address: string) => DestinationAdapter;
   calibration: Calibration;
   kit: KitStack;
   router: Router;
@@ -112,8 +115,12 @@ function patience(ctx: CellContext): number {
 
 async function proxyFor(ctx: CellContext, name: string) {
   const { proxy, port } = await ctx.kit.toxiproxy.proxy(name, ctx.server.upstream);
-  const adapter = await ctx.server.adapter(`127.0.0.1:${port}`);
-  return { proxy, adapter };
+  try {
+    return { proxy, adapter: ctx.connect(`127.0.0.1:${port}`) };
+  } catch (error) {
+    await proxy.remove().catch(() => {});
+    throw error;
+  }
 }
 
 /** A readback as the activity makes it: a thrown error is transient, and tried again. */
@@ -198,6 +205,7 @@ export async function probeCell(
     return { probe, violations: probeViolations(ctx, probe) };
   } finally {
     await proxy.remove().catch(() => {});
+    await closeAdapter(adapter);
   }
 }
 
@@ -405,5 +413,6 @@ export async function workflowCell(
     return { workflow: result, violations };
   } finally {
     await proxy.remove().catch(() => {});
+    await closeAdapter(adapter);
   }
 }

@@ -11,7 +11,7 @@ export {
   STEP_KINDS,
   type StepKind,
 } from './faults.js';
-export { loadConformanceTargets } from './module.js';
+export { type LoadedConformanceModule, loadConformanceModule } from './module.js';
 export {
   type ConformanceOptions,
   type ConformanceReport,

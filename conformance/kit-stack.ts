@@ -1,11 +1,12 @@
 // The kit's own throwaway stack: a Temporal dev server, a ledger database, Toxiproxy, a database for the
-// carriers' notes, and (once the destinations are known) one worker hosting them; a client like the one
-// backend code uses. Everything is tied to this process and removed by stop().
+// carriers' notes, and (once the destinations are known) one worker hosting them and a client like the one
+// backend code uses, both given the destinations as any worker and client are. Everything is tied to this
+// process and removed by stop().
 import { randomBytes } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, type Worker } from '@temporalio/worker';
-import type { Destinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import type { Destination } from '../domain/destination.js';
 import { startDevServer } from '../stack/dev-server.js';
 import { createLedgerDatabase, databaseAdminUrl, type LedgerDatabase } from '../stack/ledger-database.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../stack/orders-db.js';
@@ -25,9 +26,10 @@ export interface KitStack {
   ledger: LedgerDatabase;
   notes: OrdersDatabase;
   toxiproxy: ToxiproxyServer;
-  effects: EffectLedgerClient;
-  /** Starts the one worker, hosting these destinations. */
-  startWorker(destinations: Destinations): Promise<void>;
+  /** The client approvals go through (once host() has run). */
+  readonly effects: EffectLedgerClient;
+  /** The client, validating against these destinations, and the one worker, hosting them. */
+  host(destinations: readonly Destination[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -76,24 +78,29 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
     ToxiproxyServer,
   ];
   const taskQueue = `conformance-${randomBytes(4).toString('hex')}`;
-  const effects = new EffectLedgerClient({
-    client: env.client,
-    db: ledger.ledger.db,
-    taskQueue,
-    callTimeoutMs: options.callTimeoutMs,
-    ...(options.absenceGraceMs === undefined ? {} : { absenceGraceMs: options.absenceGraceMs }),
-    // A person is awaited often here (the kit is that person): read back every second or two meanwhile.
-    readbackIntervalMs: 1000,
-    readbackMaxIntervalMs: 2000,
-  });
+  let effects: EffectLedgerClient | undefined;
   let worker: { instance: Worker; running: Promise<void> } | undefined;
   return {
     env,
     ledger,
     notes,
     toxiproxy,
-    effects,
-    async startWorker(destinations) {
+    get effects() {
+      if (!effects) throw new Error('the kit has no client before host()');
+      return effects;
+    },
+    async host(destinations) {
+      effects = new EffectLedgerClient({
+        client: env.client,
+        db: ledger.ledger.db,
+        taskQueue,
+        destinations,
+        callTimeoutMs: options.callTimeoutMs,
+        ...(options.absenceGraceMs === undefined ? {} : { absenceGraceMs: options.absenceGraceMs }),
+        // A person is awaited often here (the kit is that person): read back every second or two meanwhile.
+        readbackIntervalMs: 1000,
+        readbackMaxIntervalMs: 2000,
+      });
       const instance = await createEffectWorker({
         connection: env.nativeConnection,
         namespace: config.namespace,
@@ -101,6 +108,9 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
         workflowBundle: await bundle,
         db: ledger.ledger.db,
         destinations,
+        // Connected as they are: nothing of the kit's own process environment reaches them.
+        env: {},
+        effects,
         shutdownGraceMs: 1000,
       });
       worker = { instance, running: instance.run() };

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// npm run conformance -- <destinations module> [destination...]: the kit on the command line. Prints the
-// table and every violation; exits 0 when there is none, 1 when there are, 2 when it could not run.
+// npm run conformance -- <destinations module> [destination...]: the kit on the command line. The module is
+// named as EFFECT_LEDGER_DESTINATIONS names one (module.ts). Prints the table and every violation; exits 0 when
+// there is none, 1 when there are, 2 when it could not run.
 import { writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { FAULT_DESCRIPTIONS, FAULTS, type FaultName, STEP_KINDS, type StepKind } from './faults.js';
-import { loadConformanceTargets } from './module.js';
+import { loadConformanceModule } from './module.js';
 import { runConformance } from './run.js';
 
 function listOf<T extends string>(allowed: readonly T[]) {
@@ -24,7 +25,10 @@ function milliseconds(value: string): number {
 
 const program = new Command('effect-ledger-conformance')
   .description('Runs destination adapters against their real servers through Toxiproxy, fault by fault.')
-  .argument('<module>', 'a destinations module exporting `conformance` (docs/conformance.md)')
+  .argument(
+    '<module>',
+    'a destinations module, as EFFECT_LEDGER_DESTINATIONS names it (a path, a package, several comma-separated), exporting `conformance` beside its destinations (docs/conformance.md)',
+  )
   .argument('[destinations...]', "the destinations to run (default: every one the module's `conformance` names)")
   .addOption(new Option('--faults <list>', `comma-separated faults (default all)`).argParser(listOf<FaultName>(FAULTS)))
   .addOption(
@@ -46,10 +50,11 @@ const options = program.opts<{
 }>();
 
 try {
-  const targets = await loadConformanceTargets(modulePath);
+  const { destinations, targets } = await loadConformanceModule(modulePath);
   const report = await runConformance({
+    destinations,
     targets,
-    destinations: names,
+    only: names,
     ...(options.faults ? { faults: options.faults } : {}),
     ...(options.kinds ? { kinds: options.kinds } : {}),
     callTimeoutMs: options.callTimeout,

@@ -2,22 +2,35 @@
 // The cells run at once (each with its own proxies and effects), so the run takes about as long as its
 // slowest cell.
 import { randomBytes } from 'node:crypto';
+import {
+  closeAdapter,
+  type Destination,
+  defineDestination,
+  isDestination,
+  type KnownDestination,
+} from '../domain/destination.js';
 import type { DestinationAdapter, DestinationContract } from '../domain/destination-contract.js';
+import { connectDestination } from '../workers/hosted-destinations.js';
 import { type Calibration, calibrate } from './calibration.js';
-import { carrierAdapter, carrierContract, carrierName } from './carrier.js';
+import { carrierDestination, carrierName } from './carrier.js';
 import { type CellContext, type CellResult, probeCell, workflowCell } from './cells.js';
 import { FAULTS, type FaultName, faultApplies, STEP_KINDS, type StepKind } from './faults.js';
 import { type KitStack, startKitStack } from './kit-stack.js';
-import { lendContracts } from './lent-contracts.js';
 import { turns } from './patience.js';
 import { conformanceTable } from './report.js';
 import { Router } from './router.js';
 import type { ConformanceServer, ConformanceTargets } from './target.js';
 
 export interface ConformanceOptions {
+  /**
+   * The destinations, as openEffectLedger and createEffectWorker take them (a destinations module's default
+   * export): the kit connects each one it runs with its target's env, once per proxy, as a worker would.
+   */
+  destinations: readonly KnownDestination[];
+  /** How the kit reaches each destination's server, by name (a destinations module's `conformance` export). */
   targets: ConformanceTargets;
-  /** The destinations to run (names of `targets`); default every one. */
-  destinations?: readonly string[];
+  /** The destinations to run (names); default every one `targets` names. */
+  only?: readonly string[];
   /** Default every fault. */
   faults?: readonly FaultName[];
   /** Default every step kind (revisions only where the destination keys per revision). */
@@ -70,7 +83,10 @@ export interface ConformanceReport {
 
 interface Prepared {
   name: string;
+  destination: Destination;
   server: ConformanceServer;
+  /** The destination connected through a proxy at `address` (host:port). */
+  connect: (address: string) => DestinationAdapter;
   clean: DestinationAdapter;
   router: Router;
   report: DestinationReport;
@@ -83,15 +99,26 @@ function skipReason(fault: FaultName, kind: StepKind, contract: DestinationContr
   return undefined;
 }
 
-async function prepare(kit: KitStack, tag: string, name: string, targets: ConformanceTargets): Promise<Prepared> {
+async function prepare(kit: KitStack, tag: string, name: string, options: ConformanceOptions): Promise<Prepared> {
+  const { targets } = options;
   const target = Object.hasOwn(targets, name) ? targets[name] : undefined;
   if (!target) throw new Error(`no conformance target named ${name} (known: ${Object.keys(targets).join(', ')})`);
+  const known = options.destinations.find((d) => (isDestination(d) ? d.contract : d).name === name);
+  if (!known) throw new Error(`no destination named ${name} among the destinations given`);
+  if (!isDestination(known))
+    throw new Error(`${name} is a bare contract: the kit needs its connect() (defineDestination) to reach it`);
+  const destination = known;
   const server = await target.start();
+  const connect = (address: string) => {
+    const adapter = connectDestination(destination, { ...process.env, ...server.env(address) });
+    if (!adapter)
+      throw new Error(`${name} did not connect (its connect() returned undefined) with the env its target gave`);
+    return adapter;
+  };
   let clean: DestinationAdapter;
   try {
     const { port } = await kit.toxiproxy.proxy(`${tag}-clean`, server.upstream);
-    clean = await server.adapter(`127.0.0.1:${port}`);
-    if (clean.name !== name) throw new Error(`the target ${name} built an adapter named ${clean.name}`);
+    clean = connect(`127.0.0.1:${port}`);
     const { operation } = server.sample;
     if (!Object.hasOwn(clean.operations, operation)) throw new Error(`${name} has no operation ${operation}`);
     if (clean.steps && Object.hasOwn(clean.steps, operation))
@@ -102,7 +129,9 @@ async function prepare(kit: KitStack, tag: string, name: string, targets: Confor
   }
   return {
     name,
+    destination,
     server,
+    connect,
     clean,
     router: new Router(clean),
     report: {
@@ -164,7 +193,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const log = options.log ?? (() => {});
   const callTimeoutMs = options.callTimeoutMs ?? 3000;
   const sendSlackMs = options.sendSlackMs ?? 1500;
-  const names = options.destinations?.length ? [...options.destinations] : Object.keys(options.targets);
+  const names = options.only?.length ? [...options.only] : Object.keys(options.targets);
   const faults = options.faults?.length ? options.faults : FAULTS;
   const kinds = options.kinds?.length ? options.kinds : STEP_KINDS;
   const run = randomBytes(3).toString('hex');
@@ -173,10 +202,9 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const kit = await startKitStack({ callTimeoutMs, absenceGraceMs: options.absenceGraceMs });
   const reports: DestinationReport[] = [];
   const prepared: Prepared[] = [];
-  let giveBack = () => {};
   try {
     for (const result of await Promise.allSettled(
-      names.map((name) => prepare(kit, `k${run}.${name}`, name, options.targets)),
+      names.map((name) => prepare(kit, `k${run}.${name}`, name, options)),
     )) {
       const name = names[reports.length] as string;
       if (result.status === 'fulfilled') {
@@ -184,12 +212,14 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
         reports.push(result.value.report);
       } else reports.push({ destination: name, error: String(result.reason), cells: [], skipped: [] });
     }
-    const carriers = prepared.map((p) => carrierContract(p.name, p.server.sample));
-    giveBack = lendContracts([...prepared.map((p) => p.clean), ...carriers]);
-    await kit.startWorker({
-      ...Object.fromEntries(prepared.map((p) => [p.name, p.router.adapter()])),
-      ...Object.fromEntries(carriers.map((c) => [c.name, carrierAdapter(c, kit.notes.url)])),
-    });
+    // The kit's client and worker take these as any client and worker do: each destination under test,
+    // connected to its router; each one's carrier, on the kit's notes database.
+    await kit.host([
+      ...prepared.map((p) =>
+        defineDestination({ contract: p.destination.contract, connect: () => p.router.adapter() }),
+      ),
+      ...prepared.map((p) => carrierDestination(p.name, p.server.sample, kit.notes.url)),
+    ]);
     log(`conformance ${run}: calibrating ${prepared.map((p) => p.name).join(', ')} on their servers`);
     await Promise.all(
       prepared.map(async (p) => {
@@ -198,6 +228,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
           const calibration = await calibrate({
             toxiproxy: kit.toxiproxy,
             server: p.server,
+            connect: p.connect,
             contract: p.clean,
             tag,
             callTimeoutMs,
@@ -209,6 +240,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
             destination: p.name,
             contract: p.clean,
             server: p.server,
+            connect: p.connect,
             calibration,
             kit,
             router: p.router,
@@ -233,7 +265,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       }),
     );
   } finally {
-    giveBack();
+    await Promise.allSettled(prepared.map((p) => closeAdapter(p.clean)));
     await Promise.allSettled(prepared.map((p) => p.server.stop()));
     await kit.stop();
   }

@@ -1,8 +1,8 @@
-// What the kit needs of a destination to run it against its real server (docs/conformance.md): how to reach
-// the server, the adapter pointed at an address the kit chooses (a Toxiproxy proxy in front of the server),
-// a counter of the objects that carry a reference, and something to send. A destinations module exports
-// these as `conformance`, beside its destinations.
-import type { DestinationAdapter } from '../domain/destination-contract.js';
+// What the kit needs, beside a destination, to run it against its real server (docs/conformance.md): how to
+// reach the server, the environment in which the destination's own connect() points at an address the kit
+// chooses (a Toxiproxy proxy in front of the server), a counter of the objects that carry a reference, and
+// something to send. A destinations module exports these as `conformance`, beside its destinations (its
+// default export, the format EFFECT_LEDGER_DESTINATIONS loads).
 
 export interface ConformanceTarget {
   /** Starts (or reaches) the destination's real server, for one run of the kit. */
@@ -13,10 +13,12 @@ export interface ConformanceServer {
   /** host:port of the connection the adapter's sends travel over: the kit's proxies stand in front of it. */
   upstream: string;
   /**
-   * The destination's adapter with its connection pointed at `address` (host:port of a kit proxy) instead of
-   * `upstream`; its reads may go there too. Called once per proxy: a fresh adapter, its own connections.
+   * The worker environment in which the destination's connect() sends to `address` (host:port of a kit proxy)
+   * instead of `upstream` (its reads may go there too): e.g. `{ PAYMENTS_URL: \`http://${address}\` }`. Laid
+   * over the kit's own process.env; the credential comes from it as a worker's does
+   * (EFFECT_LEDGER_CREDENTIAL_<NAME>). Called once per proxy: each connect() its own connections.
    */
-  adapter(address: string): DestinationAdapter | Promise<DestinationAdapter>;
+  env(address: string): Readonly<Record<string, string | undefined>>;
   /**
    * How many objects the server holds that carry reference R (`E`, `E~step`, `E#r2`: the key the adapter
    * was given), read from the server itself, never through the adapter under test.

@@ -1,17 +1,16 @@
-// The built-in destinations as conformance targets (docs/conformance.md): each starts its own real server
-// (the provider simulator, Mailpit, a JetStream stream, an orders database), builds its adapter pointed at the
+// The built-in destinations as a destinations module for the kit (docs/conformance.md): its default export is
+// the package's built-in destinations, as EFFECT_LEDGER_DESTINATIONS loads them; `conformance` names, per
+// destination, a target that starts its own real server (the provider simulator, Mailpit, a JetStream stream,
+// an orders database), gives the worker environment in which the destination's own connect() points at the
 // kit's proxy, and counts objects by reference on the server itself. `npm run conformance --
-// harness/conformance-targets.ts [name]` runs them. The builders take the adapter as a parameter, so the
-// tests can run the kit on deliberately broken adapters against the same servers.
+// harness/conformance-targets.ts [name]` runs them. The planted adapters' module (test/planted/) reuses the
+// targets on the same servers.
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { type EmailSettings, emailSmtp, messageIdFor } from '../activities/destinations/email-smtp.js';
-import { keyedApi } from '../activities/destinations/keyed-api.js';
-import { type JetStreamSettings, natsJetStream, subjectFor } from '../activities/destinations/nats-jetstream.js';
-import { ordersSql } from '../activities/destinations/orders-sql.js';
-import { socialFeed } from '../activities/destinations/social-feed.js';
+import { builtInDestinations } from '../activities/destinations/built-in.js';
+import { messageIdFor } from '../activities/destinations/email-smtp.js';
+import { subjectFor } from '../activities/destinations/nats-jetstream.js';
 import type { ConformanceTarget, ConformanceTargets } from '../conformance/target.js';
-import type { DestinationAdapter } from '../domain/destination-contract.js';
 import { createOrdersDatabase } from '../stack/orders-db.js';
 import { MAILPIT_MAX_MESSAGES, startMailpit } from './mailpit.js';
 import { startNats } from './nats.js';
@@ -19,13 +18,14 @@ import { startSimulator } from './simulator/client.js';
 
 const hostOf = (url: string) => new URL(url).host;
 
-export function keyedApiTarget(build: (baseUrl: string) => DestinationAdapter = keyedApi): ConformanceTarget {
+/** The simulator's API, for keyed-api and for the planted adapters built on it. */
+export function keyedApiTarget(): ConformanceTarget {
   return {
     async start() {
       const simulator = await startSimulator();
       return {
         upstream: hostOf(simulator.url),
-        adapter: (address) => build(`http://${address}`),
+        env: (address) => ({ EFFECT_LEDGER_PROVIDER_URL: `http://${address}` }),
         count: async (reference) =>
           (await simulator.objects()).filter((o) => o.metadata.effect_id === reference).length,
         sample: { operation: 'refund.create', payload: { charge: 'ch_kit', amount: 4000, currency: 'EUR' } },
@@ -38,13 +38,13 @@ export function keyedApiTarget(build: (baseUrl: string) => DestinationAdapter = 
   };
 }
 
-export function socialFeedTarget(build: (baseUrl: string) => DestinationAdapter = socialFeed): ConformanceTarget {
+export function socialFeedTarget(): ConformanceTarget {
   return {
     async start() {
       const simulator = await startSimulator();
       return {
         upstream: hostOf(simulator.url),
-        adapter: (address) => build(`http://${address}`),
+        env: (address) => ({ EFFECT_LEDGER_PROVIDER_URL: `http://${address}` }),
         count: async (reference) =>
           (await simulator.socialPosts()).filter((p) => p.metadata?.effect_id === reference).length,
         sample: { operation: 'post.publish', payload: { channel: 'conformance', text: 'One post per effect.' } },
@@ -55,22 +55,19 @@ export function socialFeedTarget(build: (baseUrl: string) => DestinationAdapter 
   };
 }
 
-export function emailTarget(build: (settings: EmailSettings) => DestinationAdapter = emailSmtp): ConformanceTarget {
+/** A Mailpit, for email-smtp and the planted email adapter: SMTP through the proxy, its API read directly. */
+export function emailTarget(): ConformanceTarget {
   return {
     async start() {
       const mailpit = await startMailpit();
       return {
         upstream: `127.0.0.1:${mailpit.smtpPort}`,
-        adapter: (address) => {
-          const [smtpHost = '127.0.0.1', port] = address.split(':');
-          return build({
-            smtpHost,
-            smtpPort: Number(port),
-            mailboxUrl: mailpit.url,
-            from: 'conformance@example.com',
-            mailboxMaxMessages: MAILPIT_MAX_MESSAGES,
-          });
-        },
+        env: (address) => ({
+          EFFECT_LEDGER_SMTP_URL: `smtp://${address}`,
+          EFFECT_LEDGER_MAILPIT_URL: mailpit.url,
+          EFFECT_LEDGER_EMAIL_FROM: 'conformance@example.com',
+          EFFECT_LEDGER_MAILPIT_MAX_MESSAGES: String(MAILPIT_MAX_MESSAGES),
+        }),
         count: async (reference) => (await mailpit.messagesWithId(messageIdFor(reference))).length,
         sample: {
           operation: 'email.send',
@@ -85,9 +82,7 @@ export function emailTarget(build: (settings: EmailSettings) => DestinationAdapt
 /** Messages above this many bytes are refused by the stream: the revision cells' refusal. */
 const MAX_MESSAGE_BYTES = 4096;
 
-export function natsTarget(
-  build: (settings: JetStreamSettings) => DestinationAdapter = natsJetStream,
-): ConformanceTarget {
+export function natsTarget(): ConformanceTarget {
   return {
     async start() {
       const nats = await startNats();
@@ -98,7 +93,11 @@ export function natsTarget(
       await jsm.streams.add({ name: stream, subjects: [`${subjectPrefix}.>`], max_msg_size: MAX_MESSAGE_BYTES });
       return {
         upstream: nats.address,
-        adapter: (address) => build({ servers: address, stream, subjectPrefix }),
+        env: (address) => ({
+          EFFECT_LEDGER_NATS_URL: address,
+          EFFECT_LEDGER_NATS_STREAM: stream,
+          EFFECT_LEDGER_NATS_SUBJECT_PREFIX: subjectPrefix,
+        }),
         async count(reference) {
           const subject = subjectFor(subjectPrefix, reference);
           const info = await jsm.streams.info(stream, { subjects_filter: subject });
@@ -118,16 +117,16 @@ export function natsTarget(
   };
 }
 
-export function ordersTarget(build: (databaseUrl: string) => DestinationAdapter = ordersSql): ConformanceTarget {
+export function ordersTarget(): ConformanceTarget {
   return {
     async start() {
       const orders = await createOrdersDatabase();
       return {
         upstream: hostOf(orders.url),
-        adapter: (address) => {
+        env: (address) => {
           const url = new URL(orders.url);
           url.host = address;
-          return build(url.toString());
+          return { EFFECT_LEDGER_ORDERS_DATABASE_URL: url.toString() };
         },
         count: async (reference) => (await orders.orders()).filter((o) => o.effect_key === reference).length,
         sample: {
@@ -139,6 +138,8 @@ export function ordersTarget(build: (databaseUrl: string) => DestinationAdapter 
     },
   };
 }
+
+export default builtInDestinations;
 
 export const conformance: ConformanceTargets = {
   'keyed-api': keyedApiTarget(),

@@ -9,8 +9,8 @@ import { before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { FaultName, StepKind } from '../conformance/faults.js';
 import { type ConformanceReport, runConformance, type Violation } from '../conformance/run.js';
-import { conformance as builtIn } from '../harness/conformance-targets.js';
-import { PLANTED_EMAIL_TODAY, conformance as planted } from './planted/conformance-targets.js';
+import builtInDestinations, { conformance as builtIn } from '../harness/conformance-targets.js';
+import { PLANTED_EMAIL_TODAY, conformance as planted, plantedDestinations } from './planted/conformance-targets.js';
 import { PLANTED_TIMEOUT_NOT_SENT } from './planted/keyed-api-timeout-not-sent.js';
 
 const BUILT_IN = ['keyed-api', 'social-feed', 'email-smtp', 'nats-jetstream', 'orders-sql'];
@@ -58,6 +58,7 @@ function runCli(): Promise<{ code: number | null; stdout: string }> {
 before(async () => {
   [report, cli] = await Promise.all([
     runConformance({
+      destinations: [...builtInDestinations, ...plantedDestinations],
       targets: { ...builtIn, ...planted },
       callTimeoutMs: 2000,
       absenceGraceMs: 2000,

@@ -6,11 +6,13 @@ import type { Destinations } from '../activities/destinations/registry.js';
 import { DESTINATIONS_ENV, loadDestinations } from '../client/destination-modules.js';
 import {
   catalogOf,
+  type Destination,
   type DestinationCatalog,
   type DestinationContext,
   isDestination,
   type KnownDestination,
 } from '../domain/destination.js';
+import type { DestinationAdapter } from '../domain/destination-contract.js';
 import { destinationCredentials } from './config.js';
 
 export interface HostedDestinations {
@@ -32,12 +34,21 @@ export function hostDestinations(
   const hosted: Record<string, Destinations[string]> = {};
   for (const destination of destinations) {
     if (!isDestination(destination)) continue;
-    const { name } = destination.contract;
-    const credential = destinationCredentials([name], frozen as NodeJS.ProcessEnv)[name];
-    const adapter = destination.connect({ env: frozen, ...(credential ? { credential } : {}) });
-    if (adapter) hosted[name] = adapter;
+    const adapter = connectDestination(destination, frozen);
+    if (adapter) hosted[destination.contract.name] = adapter;
   }
   return { hosted, known, notHosted: Object.keys(known).filter((name) => !Object.hasOwn(hosted, name)) };
+}
+
+/** One destination connected as a worker connects it: `env` (frozen) and its credential from there. */
+export function connectDestination(
+  destination: Destination,
+  env: DestinationContext['env'],
+): DestinationAdapter | undefined {
+  const frozen = Object.isFrozen(env) ? env : Object.freeze({ ...env });
+  const { name } = destination.contract;
+  const credential = destinationCredentials([name], frozen as NodeJS.ProcessEnv)[name];
+  return destination.connect({ env: frozen, ...(credential ? { credential } : {}) });
 }
 
 /** The destinations EFFECT_LEDGER_DESTINATIONS names (or `setting`), else the built-ins, for a worker to host. */
