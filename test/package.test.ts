@@ -1,20 +1,24 @@
 // effect-ledger as a package in another repository: `npm pack`, the tarball installed into a scratch project
 // outside the tree (no tsx there), backend code of a few lines that approves effects, the worker run from the
-// package's `effect-ledger-worker` command, and a worker the team already runs with effect-ledger as a plugin —
-// all against a running test stack. The scratch project's files are test/consumer/ (one file per concern); its
-// own destination talks to a payments API of this test's own (test/support/payments-api.ts), not our simulator.
+// package's `effect-ledger-worker` command, a worker the team already runs with effect-ledger as a plugin, and the
+// conformance kit (`effect-ledger-conformance`) on the team's own destination — all against a running test stack.
+// The scratch project's files are test/consumer/ (one file per concern); its own destination talks to a payments
+// API of this test's own (test/support/payments-api.ts), not our simulator.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { ConformanceReport } from '../conformance/run.js';
 import { objectsFor } from '../harness/effect-probes.js';
 import { type Stack, stackEnvironment, startStack } from '../harness/local-stack.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { readTrail } from '../ledger/trail.js';
+import { locateTemporalCli } from '../stack/temporal-cli.js';
+import { toxiproxyBinary } from '../stack/toxiproxy.js';
 import { waitFor } from '../stack/wait-for.js';
 import { LEDGER_RECONCILER_SCHEDULE_ID } from '../workers/ledger-reconciler.js';
 import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../workflows/ledger-reconciler.js';
@@ -217,6 +221,63 @@ describe('the packed package in a scratch project', { timeout: 300_000 }, () => 
       assert.equal(answer.stage, 'recorded');
       assert.equal(answer.externalId, api.payments().find((p) => p.metadata.reference === effectId)?.id);
       await assertPaidOnceAfterLostReply(effectId);
+    },
+  );
+
+  test(
+    'the user’s own destination through the conformance kit of the packed package: a small matrix against its API, no violation',
+    TEST_TIMEOUT,
+    async () => {
+      const temporal = locateTemporalCli();
+      const json = join(scratch, 'conformance.json');
+      // What the kit needs beside the package, as a user provides it (docs/conformance.md): the Temporal CLI and
+      // toxiproxy-server (paths, or on PATH), PostgreSQL's admin URL (TEST_DATABASE_ADMIN_URL, inherited here).
+      const kitEnv = {
+        ...env(),
+        PAYMENTS_API_URL: api.url,
+        TOXIPROXY_BIN: toxiproxyBinary(),
+        ...(temporal.type === 'existing-path' ? { TEMPORAL_CLI: temporal.path } : {}),
+      };
+      const args = ['./payments-conformance.mjs', 'payments', '--faults', 'late-first-byte,reply-lost'];
+      const ran = await timed('conformance kit (own destination, 6 cells)', () =>
+        run(bin('effect-ledger-conformance'), [...args, '--call-timeout', '2000', '--json', json], {
+          cwd: scratch,
+          env: kitEnv,
+        }).then(
+          ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
+          (error: { code: number; stdout: string; stderr: string }) => error,
+        ),
+      );
+      console.log(ran.stdout);
+      assert.equal(ran.code, 0, `the kit passes the destination\n${ran.stdout}\n${ran.stderr}`);
+      const report = JSON.parse(readFileSync(json, 'utf8')) as ConformanceReport;
+      assert.deepEqual(report.violations, []);
+      const [payments] = report.destinations;
+      assert.equal(payments?.destination, 'payments');
+      assert.ok(payments?.calibration, 'calibrated on the API');
+      // Every step kind, revisions too: the destination keys per revision.
+      const cells = payments?.cells.map((c) => `${c.fault} ${c.kind}`).sort();
+      assert.deepEqual(cells, [
+        'late-first-byte further',
+        'late-first-byte main',
+        'late-first-byte revision',
+        'reply-lost further',
+        'reply-lost main',
+        'reply-lost revision',
+      ]);
+      for (const cell of payments?.cells ?? []) {
+        assert.equal(cell.workflow?.stage, 'recorded', `${cell.fault} ${cell.kind}`);
+        assert.equal(cell.workflow?.objects, 1, `${cell.fault} ${cell.kind}: one payment`);
+        assert.equal(api.payments().filter((p) => p.metadata.reference === cell.workflow?.reference).length, 1);
+      }
+      for (const label of ['main \\(E\\)', 'further \\(E~further\\)', 'revision \\(E#r2\\)'])
+        for (const fault of ['late-first-byte', 'reply-lost'])
+          assert.match(
+            ran.stdout,
+            new RegExp(`^  ${fault}\\s+${label}\\s+unknown .* ok$`, 'm'),
+            `the table names ${fault} × ${label}, passed`,
+          );
+      assert.match(ran.stdout, /^payments · idempotency_key/m);
     },
   );
 });
