@@ -59,3 +59,24 @@ test("the README's backend service compiles against the package's API", { timeou
   assert.match(errors, /broken\.ts.*aprove/);
   assert.doesNotMatch(errors, /service\.ts/, errors);
 });
+
+/** A source file without its opening comment: the code a reader copies. */
+const codeOf = (source: string) => source.replace(/^(\/\/[^\n]*\n)+/, '').trim();
+
+test("the README's own destination is the package test's, line for line, and its kit command runs that project's files", () => {
+  const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)]
+    .map((m) => m[1] ?? '')
+    .filter((code) => code.includes("from 'effect-ledger/destinations'"));
+  assert.equal(blocks.length, 1, 'README.md shows one destination module');
+  // test/package.test.ts installs the packed package beside this file and runs it: approved, its reply lost,
+  // read back, recorded, and through the conformance kit. The README cannot show one that does not do that.
+  const consumer = readFileSync(join(root, 'test/consumer/payments-destination.mjs'), 'utf8');
+  assert.equal(blocks[0]?.trim(), codeOf(consumer));
+  const kit = /npx (effect-ledger-conformance) (\.\/[\w.-]+) (\w+)/.exec(readme);
+  assert.ok(kit, 'README.md shows how to run the kit');
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+  assert.ok(pkg.bin[kit[1] ?? ''], `${kit[1]} is one of the package's commands`);
+  const targets = readFileSync(join(root, 'test/consumer', kit[2] ?? ''), 'utf8');
+  assert.match(targets, new RegExp(`\\b${kit[3]}: \\{`), `${kit[2]} names a target for ${kit[3]}`);
+  assert.match(targets, /export \{ default \} from '\.\/payments-destination\.mjs'/);
+});
