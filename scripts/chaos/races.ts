@@ -135,7 +135,7 @@ export class InFlightRetry extends Step {
     m.effects.push({ effectId, kind: 'post', request, origin: 'approved' });
     bump(r, 'approvals');
     bump(r, 'retries approved while a post may be in flight');
-    const windowMs = r.stack.options.callTimeoutMs + SHORT_GRACE_MS;
+    const windowMs = r.stack.options.callTimeoutMs + (r.stack.options.shortGraceMs ?? SHORT_GRACE_MS);
     await r.stack.simulator.fault('delay_before_commit', {
       path: '/social/v1/posts',
       delayMs: Math.round(windowMs * this.commitAfter),

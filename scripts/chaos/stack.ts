@@ -77,6 +77,8 @@ export interface ChaosStackOptions {
   ledgerConnections?: number;
   /** The dev server's `limit.historyCount.suggestContinueAsNew` (events): a long run is told to continue as new soon. */
   suggestContinueAsNewAt?: number;
+  /** The absence grace of effectsShortGrace (default SHORT_GRACE_MS): a wider in-flight window for a loaded lane. */
+  shortGraceMs?: number;
   log?: (line: string) => void;
 }
 
@@ -245,7 +247,10 @@ export class ChaosStack {
     };
     this.effects = new EffectLedgerClient(clientOptions);
     this.effectsShortRuns = new EffectLedgerClient({ ...clientOptions, readbacksPerRun: 2, absenceGraceMs: 2000 });
-    this.effectsShortGrace = new EffectLedgerClient({ ...clientOptions, absenceGraceMs: SHORT_GRACE_MS });
+    this.effectsShortGrace = new EffectLedgerClient({
+      ...clientOptions,
+      absenceGraceMs: this.options.shortGraceMs ?? SHORT_GRACE_MS,
+    });
     this.skewedPids.clear();
     await Promise.all(Array.from({ length: this.options.workers }, (_, slot) => this.startWorker(slot)));
   }
