@@ -191,8 +191,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       Number((await sql<{ n: string }[]>`SELECT pg_database_size(current_database())::text AS n`)[0]?.n ?? 0);
     const historyBytes = async () =>
       Number(
-        (await history<{ n: string | null }[]>`SELECT sum(octet_length(data))::text AS n FROM history_node`)[0]
-          ?.n ?? 0,
+        (await history<{ n: string | null }[]>`SELECT sum(octet_length(data))::text AS n FROM history_node`)[0]?.n ?? 0,
       );
     const ledgerBefore = await ledgerBytes();
     const historyBefore = await historyBytes();
