@@ -29,6 +29,9 @@ const opts = new Command('outage')
 const bar = new SingleBar({
   format: '{phase} [{bar}] {value}/{total} {what} | RSS {rss} MiB | {elapsed}s',
   hideCursor: true,
+  // Piped to a log, it still says where it is, every 10 s.
+  noTTYOutput: true,
+  notTTYSchedule: 10_000,
 });
 let barStarted = false;
 const report = await runOutage({

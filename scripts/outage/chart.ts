@@ -66,7 +66,13 @@ export function outageChart(report: OutageReport): string {
   );
 
   // Panel 2: reads a second at the provider, against its limit and the keyed API's declared readback rate.
-  const seconds = report.traffic;
+  // The counter lists only seconds with traffic: the silent ones (the outage) are zeros on the chart.
+  const seen = new Map(report.traffic.map((s) => [s.at, s]));
+  const first = report.traffic[0]?.at ?? 0;
+  const last = report.traffic.at(-1)?.at ?? 0;
+  const seconds = [];
+  for (let at = first; at <= last; at += 1000)
+    seconds.push(seen.get(at) ?? { at, reads: 0, writes: 0, limited: 0, readsByPath: {} });
   const keyedRate = report.declaredReadbackRates['keyed-api'] ?? 0;
   const peak = Math.max(report.options.providerRatePerSecond, keyedRate, ...seconds.map((s) => s.reads), 1) * 1.1;
   const yReads = (n: number) => bottom + PANEL - (n / peak) * PANEL;

@@ -45,5 +45,12 @@ export function formatOutage(report: OutageReport): string {
       `${s(report.drainMs)} after the provider returned; final ${JSON.stringify(report.final)}`,
     `ledger ${report.ledgerBytesPerEffect} bytes/effect, Temporal history ${report.historyBytesPerEffect} bytes/effect ` +
       '(history_node, the whole run)',
+    ...(report.waitingHistory
+      ? [
+          `an effect waiting for a person (${report.waitingHistory.effectId}): ${report.waitingHistory.events} events, ` +
+            `${report.waitingHistory.bytes} bytes of history; its last readback cycle ${report.waitingHistory.cycleEvents} ` +
+            `events, ${report.waitingHistory.cycleBytes} bytes`,
+        ]
+      : []),
   ].join('\n');
 }

@@ -6,6 +6,7 @@
 // traffic. Ends with the audit (objects at every destination against the ledger's facts, and Temporal's view).
 // `npm run outage` prints it (scripts/outage.ts); test/cluster/outage.test.ts runs a small configuration.
 import { readFileSync } from 'node:fs';
+import proto from '@temporalio/proto';
 import postgres from 'postgres';
 import { destinationContracts } from '../../activities/destinations/registry.js';
 import { connectTemporalClient } from '../../client/temporal-connection.js';
@@ -89,6 +90,11 @@ export interface OutageReport {
   historyBytesPerEffect: number;
   audit: AuditReport;
   final: Record<string, number>;
+  /**
+   * One effect waiting for a person: its history's events and bytes, and those of its last readback cycle (from
+   * the readback's ActivityTaskScheduled to the end: the readback, the wait's timer), what each later one adds.
+   */
+  waitingHistory?: { effectId: string; events: number; bytes: number; cycleEvents: number; cycleBytes: number };
 }
 
 const CLK_TCK = 100;
@@ -331,7 +337,11 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       destinations: [...destinationRecords(stack.simulator.url), ordersRecords(orders.url)],
       workflows: temporalProbe(client),
       requireSettled: true,
-    }).finally(() => client.connection.close());
+    });
+    // A figure for the docs, not a verdict: a failure to read it leaves it out.
+    const waitingHistory = await measureWaitingHistory(client, sql)
+      .catch(() => undefined)
+      .finally(() => client.connection.close());
     const declaredReadbackRates = Object.fromEntries(
       Object.keys(mix).map((name) => [
         name,
@@ -353,10 +363,35 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       historyBytesPerEffect,
       audit: report,
       final: last.stages,
+      ...(waitingHistory ? { waitingHistory } : {}),
     };
   } finally {
     await Promise.allSettled(workers.map((w) => w.kill()));
     await temporalSql?.end().catch(() => {});
     await Promise.allSettled([stack?.stop(), toxiproxy?.stop(), orders?.drop()]);
   }
+}
+
+/** The history of one effect waiting for a person, and the events its last readback cycle added. */
+async function measureWaitingHistory(
+  client: Awaited<ReturnType<typeof connectTemporalClient>>,
+  sql: postgres.Sql,
+): Promise<OutageReport['waitingHistory']> {
+  const [row] = await sql<{ effectId: string }[]>`
+    SELECT effect_id AS "effectId" FROM effects WHERE stage = 'unknown' ORDER BY effect_id LIMIT 1`;
+  if (!row) return undefined;
+  const history = await client.workflow.getHandle(row.effectId).fetchHistory();
+  const events = history.events ?? [];
+  const size = (list: typeof events) => proto.temporal.api.history.v1.History.encode({ events: list }).finish().length;
+  const readbacks = events
+    .map((e, i) => (e.activityTaskScheduledEventAttributes?.activityType?.name === 'readBack' ? i : -1))
+    .filter((i) => i >= 0);
+  const cycle = events.slice(readbacks.at(-1) ?? events.length);
+  return {
+    effectId: row.effectId,
+    events: events.length,
+    bytes: size(events),
+    cycleEvents: cycle.length,
+    cycleBytes: size(cycle),
+  };
 }
