@@ -20,6 +20,7 @@ import {
 import { type InFlightClock, inFlightClock, readEffect, readRelease } from '../ledger/trail.js';
 import { SEND_START_LIMIT_MS } from './attempt-activities.js';
 import { requireHosted } from './destination-hosting.js';
+import { ProviderRateLimitedError } from './destinations/http-read.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 
@@ -34,6 +35,26 @@ export interface ReadbackTarget {
   absenceGraceMs?: number;
   /** False for a step of a multi-step effect before its last: found, it leaves the effect reconciled. */
   lastStep?: boolean;
+}
+
+/**
+ * A provider's 429 during readback is never a verdict: the activity is retried after the provider's Retry-After
+ * (the retry policy's own backoff would ignore it). Recognised by shape too, for an adapter's own error class.
+ */
+function rateLimitedRetry(error: unknown): ApplicationFailure | undefined {
+  const retryAfterMs = (error as { retryAfterMs?: unknown } | null)?.retryAfterMs;
+  if (
+    !(error instanceof ProviderRateLimitedError) &&
+    !((error as Error | null)?.name === 'ProviderRateLimitedError' && typeof retryAfterMs === 'number')
+  )
+    return undefined;
+  const delay = Math.max(1000, Math.min(Number(retryAfterMs), 3_600_000));
+  return ApplicationFailure.create({
+    type: 'ProviderRateLimited',
+    message: `${(error as Error).message}: reading back again in ${delay} ms`,
+    nextRetryDelay: delay,
+    cause: error as Error,
+  });
 }
 
 export type ConfirmOutcome =
@@ -132,11 +153,11 @@ export function createReconciliationActivities({
       const context = Context.current();
       // Asked before the read begins: what the read can prove depends on when it began, by the ledger's clock.
       const clock = await inFlightClock(db, target.effectId, target.step);
-      const read = await adapter.readBack({
-        ...request,
-        signal: context.cancellationSignal,
-        onPage: () => context.heartbeat(),
-      });
+      const read = await adapter
+        .readBack({ ...request, signal: context.cancellationSignal, onPage: () => context.heartbeat() })
+        .catch((error: unknown) => {
+          throw rateLimitedRetry(error) ?? error;
+        });
       const result = withheldWhileInFlight(read, target, adapter, clock);
       // Cancelled or past its deadline (the workflow has moved on): a zombie never writes evidence.
       if (context.cancellationSignal.aborted) throw new CancelledFailure('readback cancelled before recording');

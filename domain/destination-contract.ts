@@ -108,6 +108,13 @@ export interface DestinationContract {
    */
   readbackMaxIntervalMs: number;
   /**
+   * Readbacks a second this destination takes, from all workers together (default
+   * DEFAULT_READBACK_RATE_PER_SECOND): when a provider comes back from an outage, the readbacks of every effect
+   * waiting on it queue behind this rate (a task queue of their own, rate-limited by the Temporal server), so a
+   * recovering provider is not hammered. One readback makes one to a few requests (a key lookup, then the object).
+   */
+  readbackRatePerSecond?: number;
+  /**
    * Operations made of several outbound steps: each splits the approved payload into its steps, in the
    * order they leave. Every step is validated against its own destination's operation at approval.
    */
@@ -119,6 +126,14 @@ export interface DestinationContract {
   buildPackage(effectId: string, operation: string, payload: Record<string, unknown>): ReleasedPackage;
   /** A few words on the target for the effect's summary, e.g. "refund 4000 EUR on ch_1". */
   describe(operation: string, payload: Record<string, unknown>): string;
+}
+
+/** Readbacks a second for a destination whose contract declares no rate of its own. */
+export const DEFAULT_READBACK_RATE_PER_SECOND = 10;
+
+/** The task queue a destination's readbacks run on, beside the effects' own `taskQueue`. */
+export function readbackTaskQueue(taskQueue: string, destination: string): string {
+  return `${taskQueue}-readback-${destination}`;
 }
 
 export interface ReadbackRequest {

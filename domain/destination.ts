@@ -86,6 +86,11 @@ export function contractIssues(contract: unknown): string[] {
     issues.push(`callTimeoutMs: whole milliseconds, 1 to ${MAX_CALL_TIMEOUT_MS}`);
   if (!isWhole(c.absenceGraceMs, 0)) issues.push('absenceGraceMs: whole milliseconds (≥ 0)');
   if (!isWhole(c.readbackMaxIntervalMs, 1)) issues.push('readbackMaxIntervalMs: whole milliseconds (≥ 1)');
+  if (
+    c.readbackRatePerSecond !== undefined &&
+    !(typeof c.readbackRatePerSecond === 'number' && c.readbackRatePerSecond > 0 && c.readbackRatePerSecond <= 10_000)
+  )
+    issues.push('readbackRatePerSecond: readbacks a second, above 0 and at most 10000 (or leave it out)');
   if (typeof c.retryAfterProvenAbsence !== 'boolean') issues.push('retryAfterProvenAbsence: true or false');
   if (!isObject(c.operations) || Object.keys(c.operations).length === 0)
     issues.push('operations: at least one operation, each a payload schema (a zod schema is one)');

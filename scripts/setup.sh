@@ -40,7 +40,11 @@ if [ ${#debs[@]} -gt 0 ]; then
 fi
 
 # 1. Node dependencies, exactly as locked (npm 11 runs no install scripts; nothing here needs one).
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# A node_modules that is a symlink belongs to another checkout (a worktree sharing main's): npm ci would empty it
+# under everyone who shares it, so it is left to its owner.
+if [ -L node_modules ]; then
+  step "node_modules is a symlink ($(readlink node_modules)): npm ci left to the checkout that owns it"
+elif [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   step "npm ci"
   timed "npm ci" npm ci --no-audit --no-fund --loglevel=error
 fi

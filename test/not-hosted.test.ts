@@ -1,7 +1,7 @@
 // An effect for a destination the client knows but no polling worker hosts: its run never fails for it. The
 // attempt is not written (nothing left), the wait says why in the Web UI's details, the status query and `effect
 // status`, a person may abandon it meanwhile, and once a worker that hosts the destination polls, it proceeds. A
-// readback taken by a worker that does not host the destination is retried (visibly) until one that does takes it.
+// readback waits on its destination's own queue (v5), which only a worker hosting the destination polls.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertProviderSaw, liveStatus, objectsFor, resultOf, waitForStage } from '../harness/effect-probes.js';
@@ -86,7 +86,7 @@ describe('a destination no polling worker hosts', () => {
   });
 
   test(
-    'a readback taken by a worker that does not host the destination is retried until one does',
+    "a readback waits on its destination's queue, which a worker that does not host the destination never polls",
     TEST_TIMEOUT,
     async () => {
       const effectId = 'task:not-hosted-3';
@@ -100,23 +100,22 @@ describe('a destination no polling worker hosts', () => {
       });
       const nowhere = await stack.startWorker(HOSTS_NOTHING);
       try {
-        const report = await waitFor(async () => {
-          const seen = await stack.effects.status(effectId);
-          return seen.retrying?.some(
-            (r) =>
-              r.activity === 'readBack' && /destination keyed-api is not hosted by this worker/.test(r.lastFailure),
-          )
-            ? seen
-            : undefined;
-        }, 'the readback retried on the worker that does not host keyed-api');
+        // v5 (readback-per-destination-queue): the next readback is scheduled on keyed-api's readback queue; only
+        // a worker hosting keyed-api polls it, so it stays scheduled — never started, never failed — meanwhile.
+        const handle = stack.env.client.workflow.getHandle(effectId);
+        const pending = await waitFor(async () => {
+          const { raw } = await handle.describe();
+          return raw.pendingActivities?.find((a) => a.activityType?.name === 'readBack');
+        }, 'the next readback scheduled');
+        await new Promise((resolve) => setTimeout(resolve, 3000)); // a non-hosting worker's poll would take it by now
+        const { raw } = await handle.describe();
+        const still = raw.pendingActivities?.find((a) => a.activityId === pending.activityId);
+        assert.equal(still?.attempt, 1, 'not taken, so not retried');
+        assert.ok(!still?.lastFailure, 'no failure: no worker that lacks keyed-api took it');
+        const report = await stack.effects.status(effectId);
         assert.equal(report.trail.effect.stage, 'unknown', 'still UNKNOWN, not failed');
         const readbacks = report.trail.evidence.filter((e) => e.kind === 'readback');
         assert.equal(readbacks.length, 1, 'the worker that does not host it recorded no readback');
-        const cli = await runCli(stack, ['status', effectId]);
-        assert.match(
-          cli.stdout,
-          /retrying: readBack \(attempt \d+.*\): destination keyed-api is not hosted by this worker/,
-        );
       } finally {
         await nowhere.stop();
       }

@@ -579,6 +579,42 @@ describe('key-less API', () => {
   });
 });
 
+describe('rate limit and traffic counter', () => {
+  test('above R requests a second: 429 with Retry-After, nothing created; the counter says so per second', async () => {
+    const set = await call('POST', '/_control/rate-limit', { body: { requestsPerSecond: 5, retryAfterSeconds: 2 } });
+    assert.equal(set.status, 200);
+    assert.deepEqual(set.body, { requestsPerSecond: 5, retryAfterSeconds: 2 });
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, n) =>
+        n % 2 ? call('GET', `/v1/objects/obj_missing${n}`) : call('POST', '/v1/objects', { body: { amount: 1 } }),
+      ),
+    );
+    const limited = answers.filter((a) => a.status === 429);
+    // 20 at once land in one window, or two when they straddle a second: at most 10 get through.
+    assert.ok(limited.length >= 10, `429s: ${limited.length}`);
+    for (const a of limited) {
+      assert.equal(a.headers.get('retry-after'), '2');
+      assert.equal(a.body.error.type, 'rate_limit_error');
+    }
+    const created = answers.filter((a) => a.status === 200).length;
+    assert.equal((await stats()).objects, created, 'a limited POST creates nothing');
+    const traffic = (await call('GET', '/_control/traffic')).body;
+    assert.deepEqual(traffic.totals, { reads: 10, writes: 10, limited: limited.length });
+    for (const second of traffic.seconds) assert.ok(second.reads + second.writes - second.limited <= 5);
+    assert.equal(
+      traffic.seconds.reduce((n: number, s: any) => n + (s.readsByPath['/v1/objects'] ?? 0), 0),
+      10,
+      'reads counted by path',
+    );
+    // Control requests never count, and lifting the limit lets everything through.
+    await call('POST', '/_control/rate-limit', { body: { requestsPerSecond: null } });
+    assert.equal((await call('GET', '/v1/objects')).status, 200);
+    assert.equal((await call('POST', '/_control/rate-limit', { body: { requestsPerSecond: 0 } })).status, 400);
+    await call('POST', '/_control/reset');
+    assert.deepEqual((await call('GET', '/_control/traffic')).body.totals, { reads: 0, writes: 0, limited: 0 });
+  });
+});
+
 describe('process lifecycle', () => {
   test('exits by itself when stdin reaches EOF', async () => {
     const child = await startSimulator();

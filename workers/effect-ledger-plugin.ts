@@ -11,9 +11,10 @@
 import { Client } from '@temporalio/client';
 import { SimplePlugin } from '@temporalio/plugin';
 import {
+  type NativeConnection,
   type ReplayWorkerOptions,
   Runtime,
-  type Worker,
+  Worker,
   type WorkerOptions,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
@@ -28,7 +29,11 @@ import {
   type DestinationContext,
   type KnownDestination,
 } from '../domain/destination.js';
-import type { DestinationAdapter } from '../domain/destination-contract.js';
+import {
+  DEFAULT_READBACK_RATE_PER_SECOND,
+  type DestinationAdapter,
+  readbackTaskQueue,
+} from '../domain/destination-contract.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { hostDestinations } from './hosted-destinations.js';
 import {
@@ -66,7 +71,21 @@ export interface EffectLedgerPluginOptions {
   reconciler?: false | { everyMs?: number; olderThanMs?: number };
   /** Counts the reconciler's passes, scheduled and local (the worker process's metrics). */
   reconcilerObserver?: ReconcilerPassObserver;
+  /**
+   * Workflows kept in the worker's sticky cache (default DEFAULT_MAX_CACHED_WORKFLOWS; a worker's own
+   * `maxCachedWorkflows` wins). Effects waiting in UNKNOWN sleep for hours between readbacks: cached, each holds
+   * its workflow state in the worker's memory; evicted, it costs one replay of its history when it wakes.
+   * docs/price-at-scale.md.
+   */
+  maxCachedWorkflows?: number;
 }
+
+/**
+ * The sticky cache's size unless a worker says otherwise: a bound on the worker's memory, whatever the number of
+ * waiting effects (the SDK's default grows with the heap, to thousands). A woken effect beyond it replays its
+ * history, a few dozen events: milliseconds of CPU, hours apart.
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
 /** The plugin's name, as Temporal reports it. */
 export const EFFECT_LEDGER_PLUGIN = 'effect-ledger';
@@ -74,6 +93,8 @@ export const EFFECT_LEDGER_PLUGIN = 'effect-ledger';
 interface ConfiguredWorker {
   effects: EffectLedgerClient;
   namespace: string;
+  connection: NativeConnection | undefined;
+  readBack: ReturnType<typeof createActivities>['readBack'];
 }
 
 export class EffectLedgerPlugin extends SimplePlugin {
@@ -123,9 +144,15 @@ export class EffectLedgerPlugin extends SimplePlugin {
         taskQueue: options.taskQueue,
         destinations: Object.values(this.known),
       });
-    this.configured.set(options.taskQueue, { effects, namespace });
+    const activities = createActivities({ db, destinations: this.hosted, ...(metrics ? { metrics } : {}) });
+    this.configured.set(options.taskQueue, {
+      effects,
+      namespace,
+      connection: options.connection,
+      readBack: activities.readBack,
+    });
     const ours: Record<string, unknown> = {
-      ...createActivities({ db, destinations: this.hosted, ...(metrics ? { metrics } : {}) }),
+      ...activities,
       ...createReconcilerActivities(effects, this.settings.reconcilerObserver),
     };
     // The effect workflow schedules its activities by these names: a worker's own activity of the same name would
@@ -143,6 +170,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
     return {
       // A send in flight at SIGTERM gets time to finish and record its answer, rather than become UNKNOWN.
       shutdownGraceTime: '30 seconds',
+      maxCachedWorkflows: this.settings.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
       ...configured,
       activities: { ...(configured.activities ?? {}), ...ours },
       ...this.workflows(configured),
@@ -161,7 +189,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
   override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     this.running += 1;
     try {
-      await this.runWithReconciler(worker, next);
+      await this.runWithReadbackWorkers(worker, next);
     } finally {
       this.running -= 1;
       if (this.running === 0) await this.closeDestinations();
@@ -174,6 +202,47 @@ export class EffectLedgerPlugin extends SimplePlugin {
     if (failed.length) Runtime.instance().logger.warn('destination connections failed to close', { failed });
   }
 
+  /**
+   * Beside the worker, per destination it hosts, a worker on that destination's readback queue, polling at the
+   * rate the destination declares (`maxTaskQueueActivitiesPerSecond`: the server enforces it for the queue, so
+   * it holds whatever the number of workers). They stop with the worker; one that fails stops it too.
+   */
+  private async runWithReadbackWorkers(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    const configured = this.configured.get(worker.options.taskQueue);
+    if (!configured) return this.runWithReconciler(worker, next);
+    const readbackWorkers = await Promise.all(
+      Object.entries(this.hosted).map(([name, adapter]) =>
+        Worker.create({
+          ...(configured.connection ? { connection: configured.connection } : {}),
+          namespace: configured.namespace,
+          taskQueue: readbackTaskQueue(worker.options.taskQueue, name),
+          identity: `${worker.options.identity} readback ${name}`,
+          activities: { readBack: configured.readBack },
+          maxTaskQueueActivitiesPerSecond: adapter.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND,
+          shutdownGraceTime: worker.options.shutdownGraceTime,
+        }),
+      ),
+    );
+    const stop = (w: Worker) => {
+      if (w.getState() === 'RUNNING') w.shutdown();
+    };
+    let failed: unknown;
+    const running = readbackWorkers.map((w) =>
+      w.run().catch((error: unknown) => {
+        failed ??= error;
+        stop(worker);
+      }),
+    );
+    try {
+      await this.runWithReconciler(worker, next);
+    } finally {
+      for (const w of readbackWorkers) stop(w);
+      await Promise.all(running);
+    }
+    if (failed) throw failed;
+  }
+
+  /** The reconciler's schedule and local pass run beside the worker, and stop with it. */
   private async runWithReconciler(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     const { reconciler } = this.settings;
     const configured = this.configured.get(worker.options.taskQueue);

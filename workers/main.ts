@@ -6,6 +6,8 @@
 // package ships, the default), EFFECT_LEDGER_CREDENTIAL_<DESTINATION>[_FILE] (each destination's credential),
 // EFFECT_LEDGER_RECONCILE_EVERY_MS (default 60000: how soon an effect left without a running workflow is
 // resumed), EFFECT_LEDGER_RECONCILE_PAGE_SIZE (default 500: unfinished effects per reconciler page; docs/reconciler.md),
+// EFFECT_LEDGER_MAX_CACHED_WORKFLOWS (default 250: workflows kept in the sticky cache, what bounds the worker's
+// memory however many effects wait; docs/price-at-scale.md),
 // EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
 // endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
@@ -71,6 +73,9 @@ try {
     }),
     reconciler: { everyMs: reconcileEveryMs },
     reconcilerObserver: metrics.reconciler,
+    ...(process.env.EFFECT_LEDGER_MAX_CACHED_WORKFLOWS
+      ? { maxCachedWorkflows: Number(process.env.EFFECT_LEDGER_MAX_CACHED_WORKFLOWS) }
+      : {}),
   });
   const worker = await Worker.create({
     connection,

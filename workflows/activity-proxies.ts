@@ -1,5 +1,5 @@
 // The two ways the workflow reaches activities, typed so that the wrong one cannot compile.
-import { proxyActivities } from '@temporalio/workflow';
+import { type ActivityOptions, proxyActivities } from '@temporalio/workflow';
 import type { EffectActivities } from '../activities/index.js';
 
 /** The activities that can create the external object: v3's attemptOnce, and v1/v2's sendToDestination. */
@@ -19,7 +19,7 @@ export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity>
  * v3's readback: bounded by its own deadline and a heartbeat per page, so a hung read is noticed and
  * retried, and a cancelled one stops before it records anything.
  */
-export const readback = proxyActivities<Pick<EffectActivities, 'readBack'>>({
+const READBACK_OPTIONS: ActivityOptions = {
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
   retry: {
@@ -27,7 +27,17 @@ export const readback = proxyActivities<Pick<EffectActivities, 'readBack'>>({
     maximumInterval: '1 minute',
     nonRetryableErrorTypes: ['LedgerInvariantError', 'ReleaseNotFound', 'UnknownDestination'],
   },
-});
+};
+
+export const readback = proxyActivities<Pick<EffectActivities, 'readBack'>>(READBACK_OPTIONS);
+
+/**
+ * The same readback on its destination's task queue (READBACK_QUEUE_PATCH), where the server hands tasks out at
+ * the destination's declared rate. A 429 retries after the provider's Retry-After (the activity's nextRetryDelay).
+ */
+export function readbackOn(taskQueue: string): Pick<EffectActivities, 'readBack'> {
+  return proxyActivities<Pick<EffectActivities, 'readBack'>>({ ...READBACK_OPTIONS, taskQueue });
+}
 
 /**
  * One provider call per activity execution: after the request may have left, only evidence decides

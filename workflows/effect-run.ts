@@ -91,6 +91,11 @@ export class EffectRun {
     return this.input.steps?.find((s) => s.step === this.step) ?? this.input;
   }
 
+  /** The current step's destination. */
+  get destination(): string {
+    return this.input.steps?.find((s) => s.step === this.step)?.destination ?? this.input.destination;
+  }
+
   /** The steps still to carry, in order: a continued run resumes at the step it was on. */
   stepsToGo(): string[] {
     const done = new Set(this.input.carried?.steps?.filter((s) => s.state === 'done').map((s) => s.step));

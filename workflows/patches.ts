@@ -35,5 +35,13 @@ export const DECISIONS_BOUND_PATCH = 'decisions-bound-to-their-step-and-episode'
  */
 export const REVISION_HANDOVER_PATCH = 'runs-hand-over-to-the-current-revision';
 
+/**
+ * v5: a readback runs on its destination's own task queue (`<taskQueue>-readback-<destination>`), which the
+ * workers poll at the rate the destination declares: when a provider returns from an outage, the readbacks of
+ * every effect waiting on it go out at that rate, whatever the number of workers. Earlier runs read back on the
+ * effect's task queue.
+ */
+export const READBACK_QUEUE_PATCH = 'readback-per-destination-queue';
+
 /** v5: a run that continues as new while pausing after "not sent" hands the pause over: the next run sends again. */
 export const NOT_SENT_CARRIED_PATCH = 'not-sent-pause-carried-across-continue-as-new';

@@ -2,15 +2,15 @@
 // destination's contract allows it after proven absence; otherwise wait for a human, reading back
 // again on a schedule so a late object is still found. Every retry, human or automatic, is preceded
 // by a fresh readback that records the object instead when it turns up. Ends in a result, or in RETRY.
-import { allHandlersFinished, condition, patched, sleep } from '@temporalio/workflow';
-import type { ReadbackResult } from '../domain/destination-contract.js';
+import { allHandlersFinished, condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
+import { type ReadbackResult, readbackTaskQueue } from '../domain/destination-contract.js';
 import { isTerminal } from '../domain/stages.js';
 import type { DecisionTaken } from '../ledger/progress.js';
-import { ledger, readback } from './activity-proxies.js';
+import { ledger, readback, readbackOn } from './activity-proxies.js';
 import { backoffMs } from './attempt.js';
 import type { EffectResult } from './contract.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
-import { CONTINUE_AS_NEW_PATCH } from './patches.js';
+import { CONTINUE_AS_NEW_PATCH, READBACK_QUEUE_PATCH } from './patches.js';
 
 /** Automatic same-key retries after proven absence, before a human must decide. */
 export const MAX_AUTOMATIC_RETRIES = 3;
@@ -57,8 +57,13 @@ async function settleUnknown(run: EffectRun): Promise<Resolution> {
 
 async function readBack(run: EffectRun): Promise<ReadbackResult> {
   run.await('readback: looking for the exact object at the destination');
-  // v3 reads back through a proxy with a heartbeat timeout; earlier runs replay the retried ledger proxy.
-  const read = run.v3 ? readback.readBack : ledger.readBack;
+  // v3 reads back through a proxy with a heartbeat timeout; earlier runs replay the retried ledger proxy. v5
+  // reads back on the destination's own, rate-limited task queue.
+  const read = !run.v3
+    ? ledger.readBack
+    : patched(READBACK_QUEUE_PATCH)
+      ? readbackOn(readbackTaskQueue(workflowInfo().taskQueue, run.destination)).readBack
+      : readback.readBack;
   const result = await read(run.target());
   run.readbacksThisRun += 1;
   run.view.addReadback({

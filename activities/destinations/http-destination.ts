@@ -143,6 +143,8 @@ export interface HttpDestinationSpec {
   retryAfterProvenAbsence: boolean;
   absenceGraceMs: number;
   readbackMaxIntervalMs: number;
+  /** Readbacks a second from all workers together (the contract's readbackRatePerSecond). */
+  readbackRatePerSecond?: number;
   /** A few words on the target for the effect's summary (default: the operation and its target). */
   describe?: (operation: string, payload: Record<string, unknown>) => string;
 }
@@ -267,6 +269,7 @@ export function httpContract(spec: HttpDestinationSpec): DestinationContract {
     retryAfterProvenAbsence: spec.retryAfterProvenAbsence,
     absenceGraceMs: spec.absenceGraceMs,
     readbackMaxIntervalMs: spec.readbackMaxIntervalMs,
+    ...(spec.readbackRatePerSecond === undefined ? {} : { readbackRatePerSecond: spec.readbackRatePerSecond }),
     buildPackage(reference, operation, payload) {
       const op = Object.hasOwn(spec.operations, operation) ? spec.operations[operation] : undefined;
       if (!op)

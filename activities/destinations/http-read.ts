@@ -1,7 +1,21 @@
 // GETs for readback. A failed read is transient (thrown, so the activity retries with backoff);
 // 404 is an answer, not a failure.
 export class ProviderReadError extends Error {
-  override readonly name = 'ProviderReadError';
+  override readonly name: string = 'ProviderReadError';
+}
+
+/**
+ * The provider said "too many requests" (429) to a read: no verdict at all, only a request to come back later.
+ * The readback activity turns it into a retry after `retryAfterMs` (the provider's Retry-After, or a second).
+ */
+export class ProviderRateLimitedError extends ProviderReadError {
+  override readonly name = 'ProviderRateLimitedError';
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+  }
 }
 
 /** The readback's own bounds: its cancellation, and a heartbeat after each read. */
@@ -31,6 +45,12 @@ export async function getJson<T>(
   if (response.status === 404) {
     await response.body?.cancel();
     return { status: 404 };
+  }
+  if (response.status === 429) {
+    await response.body?.cancel();
+    const seconds = Number(response.headers.get('retry-after'));
+    const retryAfterMs = Number.isFinite(seconds) && seconds >= 0 ? Math.max(1000, seconds * 1000) : 1000;
+    throw new ProviderRateLimitedError(`GET ${url} answered 429 (retry after ${retryAfterMs} ms)`, retryAfterMs);
   }
   if (!response.ok) throw new ProviderReadError(`GET ${url} answered ${response.status}`);
   try {

@@ -69,7 +69,13 @@ export {
   retryAfterMs,
   sendJson,
 } from './http-outcome.js';
-export { getJson, objectIdFromUrl, ProviderReadError, type ReadBounds } from './http-read.js';
+export {
+  getJson,
+  objectIdFromUrl,
+  ProviderRateLimitedError,
+  ProviderReadError,
+  type ReadBounds,
+} from './http-read.js';
 export { keyedApiDestination, keyedApiSpec } from './keyed-api.js';
 export { socialFeedDestination, socialFeedSpec } from './social-feed.js';
 

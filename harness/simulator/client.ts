@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Fault, FaultKind } from './faults.js';
 import type { LoggedRequest, RequestFilter } from './request-log.js';
 import { spawnSimulator } from './spawn.js';
+import type { TrafficReport } from './traffic.js';
 
 export interface SimulatorProcess {
   url: string;
@@ -31,6 +32,10 @@ export interface SimulatorProcess {
   releaseDelays(): Promise<number>;
   retention(): Promise<number>;
   setRetention(keyRetentionMs: number): Promise<void>;
+  /** Above `requestsPerSecond` the API answers 429 with Retry-After (null lifts the limit). */
+  rateLimit(requestsPerSecond: number | null, retryAfterSeconds?: number): Promise<void>;
+  /** The provider's traffic per second (reads by path, writes, 429s), from `since` (epoch ms) on. */
+  traffic(since?: number): Promise<TrafficReport>;
   /** Back to a fresh provider: no objects, posts, keys, faults, held answers or logged requests; default retention. */
   reset(): Promise<void>;
   stop(): Promise<void>;
@@ -113,6 +118,16 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
       await json(fetch(`${url}/_control/reset`, { method: 'POST' }));
     },
     stats: () => json(fetch(`${url}/_control/stats`)),
+    async rateLimit(requestsPerSecond, retryAfterSeconds) {
+      await json(
+        fetch(`${url}/_control/rate-limit`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ requestsPerSecond, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) }),
+        }),
+      );
+    },
+    traffic: (since = 0) => json(fetch(`${url}/_control/traffic?since=${since}`)),
     async fault(kind, options = {}) {
       await json(
         fetch(`${url}/_control/faults`, {

@@ -12,6 +12,7 @@ import { DelayCancelledError, Delays, FaultQueue, faultRequestSchema } from './f
 import { type LoggedRequest, RequestLog, settle } from './request-log.js';
 import type { Json, JsonObject, KeyRecord } from './store.js';
 import { bodySha256, Collection, IdempotencyStore, randomId } from './store.js';
+import { rateLimitSchema, Traffic } from './traffic.js';
 
 export interface ProviderSimulatorOptions {
   /** How long a completed idempotency key is remembered (default 24 h, like Stripe). */
@@ -95,6 +96,7 @@ class ProviderWorld {
   readonly delays = new Delays();
   readonly postCounts = { [OBJECTS_PATH]: 0, [POSTS_PATH]: 0 };
   readonly requests = new RequestLog();
+  readonly traffic = new Traffic();
 
   constructor(opts: ProviderSimulatorOptions) {
     this.initialRetentionMs = opts.keyRetentionMs ?? DEFAULT_KEY_RETENTION_MS;
@@ -313,6 +315,7 @@ class ProviderWorld {
     this.requests.clear();
     this.postCounts[OBJECTS_PATH] = 0;
     this.postCounts[POSTS_PATH] = 0;
+    this.traffic.clear();
     send(res, { status: 200, body: { reset: true } });
   }
 
@@ -336,6 +339,11 @@ class ProviderWorld {
       });
     }
     send(res, { status: 200, body: { added: count, socialPosts: this.posts.size } });
+  }
+
+  private async setRateLimit({ req, res }: Ctx): Promise<void> {
+    this.traffic.set(parseControl(rateLimitSchema, await readJson(req)));
+    send(res, { status: 200, body: this.traffic.report(Date.now()).limit });
   }
 
   private listRequests({ res, url }: Ctx): void {
@@ -411,6 +419,15 @@ class ProviderWorld {
       handler: ({ res }) => send(res, { status: 200, body: { cleared: this.requests.clear() } }),
     },
     { method: 'POST', pattern: /^\/_control\/reset$/, handler: (ctx) => this.reset(ctx) },
+    // Above R requests a second the API answers 429 with Retry-After ({"requestsPerSecond": null} lifts it).
+    { method: 'POST', pattern: /^\/_control\/rate-limit$/, handler: (ctx) => this.setRateLimit(ctx) },
+    {
+      // Per second: reads (by path), writes and 429s of the rate limit; `?since=<epoch ms>`.
+      method: 'GET',
+      pattern: /^\/_control\/traffic$/,
+      handler: ({ res, url }) =>
+        send(res, { status: 200, body: this.traffic.report(Number(url.searchParams.get('since') ?? 0) || 0) }),
+    },
     { method: 'POST', pattern: /^\/_control\/retention$/, handler: (ctx) => this.setRetention(ctx) },
     {
       method: 'GET',
@@ -427,6 +444,14 @@ class ProviderWorld {
       const entry = this.requests.start(req.method ?? '', url.pathname, url.search.slice(1), key);
       logged.set(req, entry);
       logged.set(res, entry);
+      // The rate limit comes before everything else, as at a provider's edge: nothing behind it runs.
+      const retryAfter = this.traffic.admit(req.method ?? '', url.pathname);
+      if (retryAfter !== null)
+        throw new HttpError(
+          429,
+          { type: 'rate_limit_error', message: 'Too many requests: the rate limit was exceeded.' },
+          { 'retry-after': String(retryAfter) },
+        );
     }
     const candidates = this.routes.filter((r) => r.pattern.test(url.pathname));
     const found = candidates.find((r) => r.method === req.method);

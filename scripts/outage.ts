@@ -1,0 +1,76 @@
+// npm run outage: a provider outage at volume on the cluster (scripts/outage/run.ts), with a progress bar; prints
+// the table per phase and the audit, and writes the chart (SVG) and the raw report (JSON) into artifacts/.
+//
+//   npm run outage -- [--effects 300] [--hold-s 30] [--rate 40] [--workers 3] [--concurrency 8] [--cache n]
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { SingleBar } from 'cli-progress';
+import { Command, InvalidArgumentError } from 'commander';
+import { projectRoot } from '../workers/config.js';
+import { formatAudit } from './audit/audit.js';
+import { outageChart } from './outage/chart.js';
+import { formatOutage } from './outage/format.js';
+import { runOutage } from './outage/run.js';
+
+const int = (raw: string) => {
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new InvalidArgumentError('expected a positive integer');
+  return Number(raw);
+};
+const opts = new Command('outage')
+  .option('--effects <n>', 'effects approved during the outage', int, 300)
+  .option('--hold-s <s>', 'seconds the outage lasts once they are parked', int, 30)
+  .option('--rate <n>', "the provider's rate limit once back (requests/s)", int, 40)
+  .option('--workers <n>', 'worker processes', int, 3)
+  .option('--concurrency <n>', 'approvals in flight at once', int, 8)
+  .option('--cache <n>', "each worker's sticky cache (maxCachedWorkflows)", int)
+  .parse()
+  .opts<{ effects: number; holdS: number; rate: number; workers: number; concurrency: number; cache?: number }>();
+
+const bar = new SingleBar({
+  format: '{phase} [{bar}] {value}/{total} {what} | RSS {rss} MiB | {elapsed}s',
+  hideCursor: true,
+  // Piped to a log, it still says where it is, every 10 s.
+  noTTYOutput: true,
+  notTTYSchedule: 10_000,
+});
+let barStarted = false;
+const report = await runOutage({
+  effects: opts.effects,
+  holdMs: opts.holdS * 1000,
+  providerRatePerSecond: opts.rate,
+  workers: opts.workers,
+  approvalConcurrency: opts.concurrency,
+  ...(opts.cache ? { maxCachedWorkflows: opts.cache } : {}),
+  log: (line) => {
+    if (barStarted) bar.stop();
+    barStarted = false;
+    process.stdout.write(`${line}\n`);
+  },
+  onSample: (sample, phase) => {
+    const settled =
+      (sample.stages.recorded ?? 0) +
+      (sample.stages.rejected ?? 0) +
+      (sample.stages.abandoned ?? 0) +
+      sample.waitingForPerson;
+    const value = phase === 'recover' ? settled : (sample.stages.unknown ?? 0);
+    const payload = {
+      phase,
+      what: phase === 'recover' ? 'settled' : 'in UNKNOWN',
+      rss: sample.workers.map((w) => w.rssMiB).join('/'),
+      elapsed: Math.round(sample.t / 1000),
+    };
+    if (!barStarted) {
+      bar.start(opts.effects, value, payload);
+      barStarted = true;
+    } else bar.update(value, payload);
+  },
+});
+if (barStarted) bar.stop();
+
+const dir = resolve(projectRoot, 'artifacts');
+mkdirSync(dir, { recursive: true });
+const chart = resolve(dir, `outage-${opts.effects}.svg`);
+writeFileSync(chart, outageChart(report));
+writeFileSync(resolve(dir, `outage-${opts.effects}.json`), `${JSON.stringify(report, null, 1)}\n`);
+process.stdout.write(`\n${formatOutage(report)}\n\naudit: ${formatAudit(report.audit)}\n\nchart: ${chart}\n`);
+process.exitCode = report.settled && report.audit.findings.length === 0 ? 0 : 1;
