@@ -205,7 +205,7 @@ function report(verdict: RunVerdict): string {
 
 /** The worker environment of a lane whose path does not need the reconciler often. */
 /** Tries per planted bug (see the loop): a race on a loaded machine gets a second chance to show. */
-const PLANTED_TRIES = 2;
+const PLANTED_TRIES = 3;
 
 const QUIET_RECONCILER = { EFFECT_LEDGER_RECONCILE_EVERY_MS: '30000' };
 
@@ -303,13 +303,14 @@ describe('chaos run', { concurrency: 6 }, () => {
         ...(cuts ? { workerEntry: variantWorker } : {}),
       };
       // The paths are races: on a loaded machine (CI runs four files at once) the same seed may miss its
-      // window. A second try on a fresh lane, same seed; a miss on both fails. Only a catch passes, so a retry
+      // window. Up to PLANTED_TRIES tries on a fresh lane, same seed, effect IDs of their own; a miss on all fails. Only a catch passes, so a retry
       // can never hide a violation — it can only give a slow machine its second chance to show the bug.
       const misses: string[] = [];
       for (let attempt = 1; attempt <= PLANTED_TRIES; attempt++) {
         const [outcome] = await inLane(stackOptions, (stack) =>
           runOn(stack, {
             seedList: [planted.seed],
+            ...(attempt > 1 ? { runTag: `t${attempt}` } : {}),
             effects: planted.effects,
             mix: planted.mix,
             skewSeconds: planted.skewSeconds ?? 0,

@@ -44,6 +44,8 @@ export interface ChaosOptions {
   seed?: number;
   /** Exactly these seeds (the test's fixed ones); overrides seeds/seed. */
   seedList?: number[];
+  /** Part of every effect ID (`chaos-<seed><tag>-<run>-…`): a second try of a seed on shared servers keeps its objects apart. */
+  runTag?: string;
   path?: string;
   workers: number;
   callTimeoutMs: number;
@@ -608,7 +610,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
       const generated = chaosSteps(Math.max(10, options.effects * 3), { mix, pageFill: pageFillFor(options, stack) });
       const property = fc.asyncProperty(generated, async (cmds) => {
         runs++;
-        const prefix = `chaos-${seed}-${runs}`;
+        const prefix = `chaos-${seed}${options.runTag ?? ''}-${runs}`;
         stack.options.skewSeconds = skewFor(options.skewSeconds, seed);
         await stack.reset(`${seed}-${runs}`);
         const real = newReal(stack, prefix, (line) => options.log(`  ${line}`));
