@@ -51,7 +51,9 @@ export function revisionOfRun(run: RunHistory): number | null {
 
 /**
  * A revision the operator was told "created" had a run carrying it by then: revise() started it (or joined
- * one that carries it). A revision whose first run started only after the answer waited for someone else
+ * one that carries it), or the run open at the answer, signalled by revise(), handed over to it (v5: it
+ * continues as new carrying the revision — later than the answer when no worker was polling). A revision
+ * whose first run started after the answer and fresh (not continued from another) waited for someone else
  * (the ledger reconciler) — revise() joined a run that was closing with the refused revision.
  */
 export function revisionRunChecks(
@@ -65,6 +67,9 @@ export function revisionRunChecks(
     const carrying = histories.filter((h) => revisionOfRun(h) === revision);
     const first = carrying.sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime())[0];
     if (first && first.startedAt.getTime() <= answeredAt.getTime()) continue;
+    const from = first?.events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    const handedOver = from && histories.some((h) => h.runId === from && h.startedAt.getTime() <= answeredAt.getTime());
+    if (handedOver) continue;
     found.push({
       kind: 'revision_without_run',
       effectId,
