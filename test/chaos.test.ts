@@ -132,8 +132,15 @@ const PLANTED: Planted[] = [
     seed: 10,
     effects: 2,
     caught: ['revision_without_run'],
+    // Both of v5's fixes return: revise() joining the closing run, and that run's own hand-over to the current
+    // revision (with the hand-over in place, the joined run continues as new on the revision: harmless).
     fixReturns: [
       { file: 'client/effect-ledger-client.ts', find: 'if (revised) {', replace: 'if (false && revised) {' },
+      {
+        file: 'workflows/effect-run.ts',
+        find: 'if (current.revision <= this.releaseRevision) return ending;',
+        replace: 'if (current.revision > 0) return ending;',
+      },
     ],
   },
   {
