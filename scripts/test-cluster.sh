@@ -6,14 +6,9 @@
 # dropped afterwards); files run side by side like npm test's (scripts/test-runner/run.ts), fewer at a time:
 # a cluster is heavier than a dev server (EL_CLUSTER_TEST_CONCURRENCY, default 2). Arguments: other files.
 set -euo pipefail
-top_level=
-if [ -z "${EL_TIMINGS:-}" ]; then
-  mkdir -p "$(dirname "${BASH_SOURCE[0]}")/../.data"
-  export EL_TIMINGS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.data/test-cluster-timings.log"
-  : >"$EL_TIMINGS"
-  top_level=1
-fi
 source "$(dirname "${BASH_SOURCE[0]}")/timing.sh"
+top_level=
+el_own_timings test-cluster-timings.log && top_level=1
 el_machine
 suite_start=$(el_now)
 SETUP_DEFER_WAIT=1 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -35,8 +30,5 @@ timed "tests on the cluster" node --import tsx --import ./scripts/test-runner/fi
   --concurrency "${EL_CLUSTER_TEST_CONCURRENCY:-2}" --timeout 900000 "${files[@]}" || rc=$?
 el_mark "el-phase test:cluster start=$suite_start end=$(el_now) cpu=-"
 el_machine
-if [ -n "$top_level" ]; then
-  printf '\n' >&2
-  node --import tsx scripts/test-runner/timings.ts "$EL_TIMINGS" >&2 || true
-fi
+[ -z "$top_level" ] || el_print_timings
 exit "$rc"

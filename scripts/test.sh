@@ -3,15 +3,9 @@
 # background; the typecheck and Biome run while they build; then the sweep of dead runs' test databases and
 # the suite (scripts/test-runner/run.ts: several files at once, longest first). Ends with where the time went.
 set -euo pipefail
-top_level=
-if [ -z "${EL_TIMINGS:-}" ]; then
-  # Not under .ci/run (which keeps one timings file for the whole run): keep our own.
-  mkdir -p "$(dirname "${BASH_SOURCE[0]}")/../.data"
-  export EL_TIMINGS="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.data/test-timings.log"
-  : >"$EL_TIMINGS"
-  top_level=1
-fi
 source "$(dirname "${BASH_SOURCE[0]}")/timing.sh"
+top_level=
+el_own_timings test-timings.log && top_level=1
 el_machine
 test_start=$(el_now)
 SETUP_DEFER_WAIT=1 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -27,8 +21,5 @@ rc=0
 timed tests node --import tsx --import ./scripts/test-runner/file-usage.mjs scripts/test-runner/run.ts || rc=$?
 el_mark "el-phase npm_test start=$test_start end=$(el_now) cpu=-"
 el_machine
-if [ -n "$top_level" ]; then
-  printf '\n' >&2
-  node --import tsx scripts/test-runner/timings.ts "$EL_TIMINGS" >&2 || true
-fi
+[ -z "$top_level" ] || el_print_timings
 exit "$rc"

@@ -32,3 +32,19 @@ timed() {
     exit "$rc"
   )
 }
+
+# el_own_timings <file name>: a script run on its own (not under .ci/run, which keeps one timings file for the
+# whole run) keeps its markers in .data/<file name>; succeeds only then, so the script prints the tables at its end.
+el_own_timings() {
+  [ -z "${EL_TIMINGS:-}" ] || return 1
+  local data
+  data="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.data"
+  mkdir -p "$data"
+  export EL_TIMINGS="$data/$1"
+  : >"$EL_TIMINGS"
+}
+# el_print_timings: the per-phase and per-file tables of $EL_TIMINGS, on stderr.
+el_print_timings() {
+  printf '\n' >&2
+  (cd "$(dirname "${BASH_SOURCE[0]}")/.." && node --import tsx scripts/test-runner/timings.ts "$EL_TIMINGS") >&2 || true
+}
