@@ -33,6 +33,14 @@ describe('readbacks at the rate the destination declares', () => {
     return row?.n === ids.length;
   };
 
+  /** Recorded in the ledger and their runs closed (the run closes just after its ledger write: keep the worker). */
+  const settled = async (ids: string[]) => {
+    if (!(await recorded(ids))) return false;
+    for (const id of ids)
+      if ((await stack.env.client.workflow.getHandle(id).describe()).status.name === 'RUNNING') return false;
+    return true;
+  };
+
   /** Approved while no worker runs, so that every send (each answered with a dropped connection) leaves at once. */
   const parkAll = async (prefix: string, n: number) => {
     const ids = Array.from({ length: n }, (_, i) => `refund:${prefix}-${i}`);
@@ -64,7 +72,7 @@ describe('readbacks at the rate the destination declares', () => {
       const RATE = 4;
       const ids = await parkAll('storm', N);
       const started = Date.now();
-      await stack.withWorker(() => waitFor(() => recorded(ids), `all ${N} recorded`, 150_000), {
+      await stack.withWorker(() => waitFor(() => settled(ids), `all ${N} recorded, their runs closed`, 150_000), {
         adapters: declaring(RATE),
       });
       const drained = Date.now() - started;
@@ -93,7 +101,7 @@ describe('readbacks at the rate the destination declares', () => {
       // Two requests a second: a readback is two (the key, then the object), so most readbacks meet a 429.
       await stack.simulator.rateLimit(2, 1);
       const started = Date.now();
-      await stack.withWorker(() => waitFor(() => recorded(ids), `all ${N} recorded`, 150_000), {
+      await stack.withWorker(() => waitFor(() => settled(ids), `all ${N} recorded, their runs closed`, 150_000), {
         adapters: declaring(25),
       });
       const traffic = await stack.simulator.traffic(started);
