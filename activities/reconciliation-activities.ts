@@ -116,7 +116,8 @@ export function createReconciliationActivities({
 
   /**
    * "Absent" is no proof while our last request may still be processed: until its call timeout after it began to
-   * leave, plus the destination's grace, the verdict is inconclusive, with the time it becomes decidable. It began
+   * leave, plus the destination's grace, the verdict is inconclusive, with the time it becomes decidable (an
+   * inconclusive read says that time too, so an abandon waits it out). It began
    * when its recorded answer says (`sendBeganAfterMs` after its attempt row), at the latest SEND_START_LIMIT_MS
    * after the row (a send begins then or not at all). Judged on the database's clock (the one that stamped the
    * attempt) at the moment the read began: a read that began inside the window proves nothing, however late it
@@ -129,12 +130,15 @@ export function createReconciliationActivities({
     clock: InFlightClock,
   ): ReadbackResult {
     const last = clock.lastStartedAt;
-    if (read.outcome !== 'absent' || !last) return read;
+    if (read.outcome === 'found' || !last) return read;
     const sent = last.getTime() + (clock.sendBeganAfterMs ?? SEND_START_LIMIT_MS);
     const window = (target.callTimeoutMs ?? adapter.callTimeoutMs) + (target.absenceGraceMs ?? adapter.absenceGraceMs);
     const until = new Date(sent + window);
     const began = clock.now;
     if (until.getTime() <= began.getTime()) return read;
+    // Inconclusive anyway: it says until when, so an abandon (and the next readback) waits the window out.
+    if (read.outcome === 'inconclusive')
+      return { ...read, detail: { ...read.detail, inFlightUntil: until.toISOString() } };
     return {
       outcome: 'inconclusive',
       coverage: 'partial',

@@ -172,8 +172,10 @@ export interface ReadbackDetail {
   scanned?: number;
   /** Other objects carrying this effect's reference: duplicates made before we existed, for a human. */
   duplicates?: string[];
-  /** Set when "absent" was withheld: our last request may still be processed until then (ISO time). */
+  /** Set when nothing was found while our last request may still be processed, until then (ISO time). */
   inFlightUntil?: string;
+  /** The destination itself reports a request with our key still being processed (no end it can name). */
+  stillProcessing?: boolean;
 }
 
 /** An object a human names as the result, as the destination shows it. */

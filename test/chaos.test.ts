@@ -196,6 +196,20 @@ const PLANTED: Planted[] = [
     ],
   },
   {
+    bug: 'an abandon accepted while the provider still processes the request: the ledger gives up beside the object (seed 1201000004)',
+    mix: { 'abandon-in-flight': 1 },
+    seed: 7001,
+    effects: 2,
+    caught: ['object_without_fact'],
+    fixReturns: [
+      {
+        file: 'workflows/reconcile.ts',
+        find: "const mayHaveLanded = view.stage === 'unknown'",
+        replace: "const mayHaveLanded = false && view.stage === 'unknown'",
+      },
+    ],
+  },
+  {
     bug: 'a continue-as-new from a "not sent" pause starts the next run in UNKNOWN',
     mix: { 'not-sent-streak': 1 },
     // Draws a streak on the keyed API, then one on the key-less feed (which cannot retry on its own).

@@ -382,6 +382,47 @@ describe('UNKNOWN on a keyed destination', () => {
   );
 
   test(
+    'an abandon while the provider still processes our request waits for it: the object that lands is recorded, never abandoned beside it',
+    TEST_TIMEOUT,
+    async () => {
+      // Found by chaos seed 1201000004: an abandon was accepted while the key was in flight, and the object
+      // landed 0.6 s later, so the ledger said abandoned while the provider had made the refund.
+      const effectId = 'refund:abandon-in-flight';
+      await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: HOLD_MS });
+      const { answer, trail } = await stack.withWorker(async () => {
+        await quick.approve(refundRequest(effectId, 710));
+        const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        assert.match(frozen.readbacks.at(-1)?.reason ?? '', /still being processed/);
+        let answered = false;
+        const abandon = quick
+          .decide(effectId, 'abandon', { actor: 'ops@example.com', reason: 'looks stuck' })
+          .finally(() => (answered = true));
+        await waitFor(
+          async () => answered || (await liveStatus(stack, effectId)).awaiting?.includes('abandon by ops@example.com'),
+          'the abandon to be answered, or to wait for the request in flight',
+        );
+        assert.equal(await stack.simulator.releaseDelays(), 1, 'the held request commits now');
+        const answer = await abandon;
+        const result = await resultOf(stack, effectId);
+        return { answer, result, trail: (await stack.effects.status(effectId)).trail };
+      });
+      const [object, ...others] = await objectsFor(stack, effectId);
+      assert.ok(object, 'the held request made its refund');
+      assert.equal(others.length, 0);
+      assert.equal(answer.accepted, false, `the abandon is not applied beside an object: ${JSON.stringify(answer)}`);
+      assert.match(answer.reason ?? '', /turned up/);
+      assert.equal(trail.effect.stage, 'recorded');
+      assert.equal(trail.fact?.externalId, object.id);
+      assert.equal(trail.fact?.confirmedBy, 'readback');
+      assert.deepEqual(
+        trail.decisions.map((d) => [d.kind, d.accepted]),
+        [['abandon', false]],
+      );
+      await assertProviderSaw(stack, effectId, { posts: 1 });
+    },
+  );
+
+  test(
     'the cap on automatic retries: after three same-key retries on proven absence, a person decides',
     TEST_TIMEOUT,
     async () => {

@@ -45,3 +45,10 @@ export const READBACK_QUEUE_PATCH = 'readback-per-destination-queue';
 
 /** v5: a run that continues as new while pausing after "not sent" hands the pause over: the next run sends again. */
 export const NOT_SENT_CARRIED_PATCH = 'not-sent-pause-carried-across-continue-as-new';
+
+/**
+ * v6: an abandon gives up only on what has not happened. In UNKNOWN it first reads back, waiting while our last
+ * request may still be processed (its in-flight window, or the destination says a request with our key is still
+ * being processed); an object that turns up is recorded and the abandon is refused, with why.
+ */
+export const ABANDON_READS_BACK_PATCH = 'abandon-reads-back-past-what-is-in-flight';

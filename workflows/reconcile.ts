@@ -10,7 +10,7 @@ import { ledger, readback, readbackOn } from './activity-proxies.js';
 import { backoffMs } from './attempt.js';
 import type { EffectResult } from './contract.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
-import { CONTINUE_AS_NEW_PATCH, READBACK_QUEUE_PATCH } from './patches.js';
+import { ABANDON_READS_BACK_PATCH, CONTINUE_AS_NEW_PATCH, READBACK_QUEUE_PATCH } from './patches.js';
 
 /** Automatic same-key retries after proven absence, before a human must decide. */
 export const MAX_AUTOMATIC_RETRIES = 3;
@@ -94,6 +94,30 @@ async function freshReadbackBeforeRetry(run: EffectRun): Promise<Resolution> {
     if (!inFlightUntil) return RETRY;
     run.await(`retry approved; first waiting until ${inFlightUntil}, when our last request can no longer be in flight`);
     await sleep(Math.max(1000, Date.parse(inFlightUntil) - Date.now()));
+  }
+}
+
+/**
+ * v6: the readback an abandon waits for: again and again while our last request may still be processed (until
+ * its in-flight window closes, or while the destination says a request with our key is in progress); the object
+ * when it turned up.
+ */
+async function objectBeforeAbandon(
+  run: EffectRun,
+  actor: string,
+): Promise<Extract<ReadbackResult, { outcome: 'found' }> | undefined> {
+  for (let waits = 1; ; waits++) {
+    const latest = await readBack(run);
+    if (latest.outcome === 'found') return latest;
+    const { inFlightUntil, stillProcessing } = latest.detail;
+    if (!inFlightUntil && !stillProcessing) return undefined;
+    const until = inFlightUntil ? Date.parse(inFlightUntil) - Date.now() : 0;
+    const wait = Math.max(until, stillProcessing ? backoffMs(waits) : 1000);
+    run.await(
+      `abandon by ${actor}: first waiting ${Math.round(wait / 1000)} s while our last request may still be processed` +
+        ` (${latest.detail.reason}); an object that lands meanwhile is recorded instead`,
+    );
+    await sleep(wait);
   }
 }
 
@@ -185,6 +209,16 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
       return freshReadbackBeforeRetry(run);
     }
     case 'abandon': {
+      // v6: in UNKNOWN, not while our request may still land; an object that did is the result instead.
+      const mayHaveLanded = view.stage === 'unknown' && run.decisionsBound() && patched(ABANDON_READS_BACK_PATCH);
+      const found = mayHaveLanded ? await objectBeforeAbandon(run, decision.actor) : undefined;
+      if (found) {
+        const resolution = recordFound(run, found);
+        const why = `not abandoned: the object turned up (${found.externalId}) before our last request could no longer be in flight; recorded instead`;
+        await run.refuse(decision.kind, decision.actor, decision, why, run.ownRef(queued));
+        respond(false, why);
+        return resolution;
+      }
       if (repeat(await ledger.recordDecision(accepted, 'abandoned'))) return undefined;
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
       run.move('abandoned');

@@ -379,7 +379,11 @@ export function httpAdapter(
       return {
         outcome: 'inconclusive',
         coverage: 'partial',
-        detail: { method: 'idempotency_key', reason: 'a request with our key is still being processed' },
+        detail: {
+          method: 'idempotency_key',
+          reason: 'a request with our key is still being processed',
+          stillProcessing: true,
+        },
       };
     const objectId = textAt(answer.body, read.objectId);
     if (!objectId) return undefined;

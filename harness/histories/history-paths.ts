@@ -20,6 +20,8 @@ export const HISTORY_PATHS = [
   'not-hosted-wait',
   'multi-step-continued-as-new',
   'multi-step-next-run',
+  // v6: an abandon while the provider still processes our request; the object lands and is recorded instead.
+  'unknown-abandon-object-landed',
 ] as const;
 
 export type HistoryPath = (typeof HISTORY_PATHS)[number];
@@ -29,6 +31,7 @@ export const PATH_SINCE_VERSION: Partial<Record<HistoryPath, number>> = {
   'multi-step-continued-as-new': 5,
   'multi-step-next-run': 5,
   'not-hosted-wait': 5,
+  'unknown-abandon-object-landed': 6,
 };
 
 /** The paths a version's replay set holds. */

@@ -167,6 +167,28 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     },
   },
   {
+    path: 'unknown-abandon-object-landed',
+    shows:
+      'refund held by the provider past our timeout (key in flight): a human abandons it; the abandon waits, the refund lands, readback records it and the abandon is refused',
+    effectId: 'hist:unknown-abandon-object-landed',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      await stack.simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 600_000 });
+      const quick = stack.effectsWith({ callTimeoutMs: 2000 });
+      await stack.withWorker(async () => {
+        await quick.approve(refundRequest(effectId, 120, 'ch_h9'));
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        const abandon = handle(stack, effectId).executeUpdate(decideUpdate, {
+          args: [{ decision: 'abandon', actor: OPS, reason: 'looks stuck' }],
+        });
+        await waitForStage(stack, effectId, 'unknown', `abandon by ${OPS}`);
+        await stack.simulator.releaseDelays();
+        await abandon;
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
     path: 'malformed-decision-ignored',
     shows:
       'garbage signals (wrong types, blank actor, a bare string, confirm without evidence, extra fields, a misspelt name) are refused and recorded; then a valid approve-retry',

@@ -30,6 +30,8 @@ export interface SimulatorProcess {
   requests(filter?: RequestFilter): Promise<LoggedRequest[]>;
   /** Answers held back by delay faults go out now; returns how many were held. */
   releaseDelays(): Promise<number>;
+  /** How many requests a delay fault holds now (answers not yet sent, or commits not yet made). */
+  held(): Promise<number>;
   retention(): Promise<number>;
   setRetention(keyRetentionMs: number): Promise<void>;
   /** Above `requestsPerSecond` the API answers 429 with Retry-After (null lifts the limit). */
@@ -101,6 +103,9 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
     },
     async releaseDelays() {
       return (await json<{ released: number }>(fetch(`${url}/_control/release-delays`, { method: 'POST' }))).released;
+    },
+    async held() {
+      return (await json<{ held: number }>(fetch(`${url}/_control/delays`))).held;
     },
     async retention() {
       return (await json<{ keyRetentionMs: number }>(fetch(`${url}/_control/retention`))).keyRetentionMs;

@@ -24,7 +24,7 @@ import {
   TITLES,
 } from './commands.js';
 import { CrossStepDecisions, type Gap, ResentAcrossRuns, type StepFault, TwoOperators } from './operators.js';
-import { InFlightRetry, type RaceBarrier, RevisionRace } from './races.js';
+import { AbandonInFlight, InFlightRetry, type RaceBarrier, RevisionRace } from './races.js';
 import { FillReconcilerPage, NotSentStreak, PoisonEffect } from './reconciler-path.js';
 import { OperatorReset, type ResetKind } from './resets.js';
 import { REAL_LINKS } from './stack.js';
@@ -55,6 +55,7 @@ export const GROUPS = [
   'page-fill',
   'reset',
   'not-sent-streak',
+  'abandon-in-flight',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 export type Mix = Partial<Record<Group, number>>;
@@ -85,6 +86,7 @@ export const FULL_MIX: Mix = {
   'page-fill': 1,
   reset: 1,
   'not-sent-streak': 1,
+  'abandon-in-flight': 1,
 };
 
 /** Mixes aimed at one path each (`npm run chaos -- --mix NAME`; the variants' tests). */
@@ -104,6 +106,7 @@ export const MIXES: Record<string, Mix> = {
           'page-fill',
           'reset',
           'not-sent-streak',
+          'abandon-in-flight',
         ].includes(g),
     ),
   ),
@@ -117,6 +120,8 @@ export const MIXES: Record<string, Mix> = {
   reconciler: { poison: 2, 'approver-dies': 2, terminate: 1, 'page-fill': 1, approve: 1 },
   /** A retry approved while a post may be in flight, read back on a worker whose clock runs ahead. */
   clock: { 'in-flight-retry': 4, approve: 1 },
+  /** An abandon sent while the provider still processes the effect's request. */
+  abandon: { 'abandon-in-flight': 3, approve: 1 },
   /** Operators resetting runs and the send activity. */
   resets: { reset: 3, approve: 2, fault: 2, decide: 1 },
 };
@@ -302,6 +307,9 @@ export function chaosCommands({
       )
       .map(([rounds, copies, barrier, late, hold]) => new RevisionRace(rounds, copies, barrier, late, hold)),
     'in-flight-retry': fc.constantFrom(0.6, 0.8, 0.95).map((at) => new InFlightRetry(at)),
+    'abandon-in-flight': fc
+      .tuple(fc.constantFrom<'refund' | 'task'>('refund', 'task'), fc.integer({ min: 1500, max: 6000 }))
+      .map(([kind, ms]) => new AbandonInFlight(kind, ms)),
     poison: fc.integer({ min: 1, max: 2 }).map((n) => new PoisonEffect(n)),
     'page-fill': fc.constant(null).map(() => new FillReconcilerPage(pageFill)),
     'not-sent-streak': fc

@@ -168,3 +168,61 @@ export class InFlightRetry extends Step {
     return `in-flight-retry(commits at ${Math.round(this.commitAfter * 100)}% of the window)`;
   }
 }
+
+/**
+ * An abandon sent while the provider still holds our request (seed 1201000004: accepted with the key in flight,
+ * the refund landed 0.6 s later, and the ledger said abandoned beside it). The keyed API holds the effect's
+ * request past our call timeout, its key reported in flight, and commits it `commitAfterMs` after it arrived;
+ * the operator abandons as soon as a person is asked. The audit then sees any object the ledger gave up on.
+ */
+export class AbandonInFlight extends Step {
+  constructor(
+    readonly kind: 'refund' | 'task',
+    readonly commitAfterMs: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length < m.limits.effects && mayUse(m, 'abandon-in-flight');
+  }
+  async run(m: Model, r: Real) {
+    use(m, 'abandon-in-flight');
+    const n = m.next++;
+    const effectId = `${r.prefix}-${n}`;
+    const request = buildRequest(effectId, this.kind, n, 'Held refund');
+    m.effects.push({ effectId, kind: this.kind, request, origin: 'approved' });
+    bump(r, 'approvals');
+    bump(r, 'abandons sent while the request is in flight');
+    await r.stack.simulator.fault('delay_before_commit', {
+      path: '/v1/objects',
+      reference: effectId,
+      delayMs: r.stack.options.callTimeoutMs + this.commitAfterMs,
+    });
+    try {
+      await r.stack.effects.approve(request);
+    } catch (error) {
+      r.notes.push(`approve ${effectId} failed: ${(error as Error).message}`);
+      return;
+    }
+    const asks = await until(
+      async () => {
+        const live = await liveView(r, effectId, 1000);
+        return live?.stage === 'unknown' && /person|human/.test(live.awaiting ?? '');
+      },
+      20_000,
+      50,
+    );
+    if (!asks) return;
+    const seen = await lookAt(r, effectId);
+    await sendDecision(
+      r,
+      effectId,
+      'abandon',
+      { actor: OPERATOR, reason: 'the refund looks stuck; give up' },
+      { via: 'update', seen, decisionId: randomUUID() },
+    );
+  }
+  toString() {
+    return `abandon-in-flight(${this.kind}, commits ${this.commitAfterMs} ms after the timeout)`;
+  }
+}

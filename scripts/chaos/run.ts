@@ -167,8 +167,11 @@ export async function settle(
       else if (waitsForPerson(view) && !IN_FLIGHT.test(view.awaiting ?? '')) waiting++;
       else moving++;
     }
+    // A request the provider still holds may yet land (and be found, or show an effect given up beside it).
+    const held = await stack.simulator.held().catch(() => 0);
+    moving += held;
     const elapsed = Date.now() - started;
-    const line = `settling: ${rows.length - open.length} terminal, ${waiting} waiting for a person, ${moving} moving, ${notRunning} with no running workflow`;
+    const line = `settling: ${rows.length - open.length} terminal, ${waiting} waiting for a person, ${moving} moving${held ? ` (${held} held by the provider)` : ''}, ${notRunning} with no running workflow`;
     if (line !== lastLine) options.log(`${line} (${Math.round(elapsed / 1000)} s)`);
     lastLine = line;
     if (moving === 0 && notRunning === 0) return { ms: elapsed, timedOut: false };
@@ -555,6 +558,7 @@ function capsFor(options: ChaosOptions, mix: Mix): Record<string, number> {
     'revision-race': scaled,
     resent: Math.max(1, Math.round(scaled / 2)),
     'in-flight-retry': scaled,
+    'abandon-in-flight': scaled,
     poison: 1,
     'page-fill': 1,
     reset: scaled,
