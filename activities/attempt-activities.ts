@@ -46,7 +46,14 @@ export type AttemptReport =
   /** Nothing written: the ledger already holds this effect's fact. */
   | { kind: 'recorded-before'; fact: { externalId: string; externalUrl: string | null } }
   /** Nothing written: attempts this run did not make exist (an earlier run's), or the effect is terminal. */
-  | { kind: 'earlier-attempts'; highestAttempt: number; firstAttemptStartedAt: string | null; stage: string | null }
+  | {
+      kind: 'earlier-attempts';
+      highestAttempt: number;
+      firstAttemptStartedAt: string | null;
+      stage: string | null;
+      /** The answer the highest of them got, when the ledger holds one (`not_sent`: nothing is in flight). */
+      lastAnswer?: SendOutcome['class'];
+    }
   /** Nothing written: no release row (an effect approved before releases were made at approval). */
   | { kind: 'unreleased' }
   /** Nothing written: this worker does not host the step's destination; a worker that does must make the attempt. */
@@ -91,11 +98,17 @@ export function createAttemptActivities({
         const open = begun.stage !== null && !isTerminal(begun.stage);
         if (open && begun.highestAttempt < request.attemptNumber && !hostedAdapter(destinations, destination))
           return { kind: 'not-hosted', destination, reason: notHostedReason(destinations, destination) };
+        // Read only on this path (a resumed, reset or reworked run): the happy path's statement stays one.
+        const highest = open
+          ? await readAttempt(db, request.effectId, request.step, begun.highestAttempt, request.releaseRevision)
+          : null;
+        const lastAnswer = highest ? (await readAttemptAnswer(db, highest.attemptId))?.class : undefined;
         return {
           kind: 'earlier-attempts',
           highestAttempt: begun.highestAttempt,
           firstAttemptStartedAt: begun.firstAttemptStartedAt?.toISOString() ?? null,
           stage: begun.stage,
+          ...(lastAnswer ? { lastAnswer } : {}),
         };
       }
       // The key released with the step: the step's own, or its revision's where the destination scopes keys so.

@@ -14,7 +14,6 @@
 // the destinations approvals and revisions are validated against. Exit codes: 0 ok, 2 invalid input, 3 conflict
 // (or a revision refused), 4 not found, 5 decision not accepted (or no running workflow to take it), 6 audit
 // findings, 1 other.
-import { readFileSync } from 'node:fs';
 import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
 import { builtInContracts } from '../activities/destinations/built-in-contracts.js';

@@ -210,6 +210,21 @@ const PLANTED: Planted[] = [
     ],
   },
   {
+    bug: 'a run resumed after its predecessor was terminated in a "not sent" pause reads back and waits for a person (seed 4242)',
+    mix: { 'terminated-in-pause': 1 },
+    seed: 7101,
+    effects: 2,
+    caught: ['unknown_without_send'],
+    reconciler: true,
+    fixReturns: [
+      {
+        file: 'workflows/attempt.ts',
+        find: "if (report.lastAnswer === 'not_sent' && patched(RESEND_AFTER_NOT_SENT_PATCH)) {",
+        replace: 'if (false) {',
+      },
+    ],
+  },
+  {
     bug: 'a continue-as-new from a "not sent" pause starts the next run in UNKNOWN',
     mix: { 'not-sent-streak': 1 },
     // Draws a streak on the keyed API, then one on the key-less feed (which cannot retry on its own).

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { approvalRecords, validateEffectRequest } from '../client/effect-request.js';
-import { objectsFor } from '../harness/effect-probes.js';
+import { liveStatus, objectsFor, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
-import { taskRequest } from '../harness/sample-requests.js';
+import { postRequest, taskRequest } from '../harness/sample-requests.js';
 import { registerEffect } from '../ledger/registration.js';
 import { readEffect } from '../ledger/trail.js';
 import { waitFor } from '../stack/wait-for.js';
@@ -75,6 +75,35 @@ describe('never lost: the ledger reconciler resumes unfinished effects', { timeo
     const { trail } = await stack.effects.status(effectId);
     assert.equal(trail.attempts.length, 1);
     assert.equal(trail.fact?.confirmedBy, 'readback');
+    assert.equal(await runsOf(effectId), 2);
+  });
+
+  test('a run terminated while it pauses after "not sent" is resumed sending again: a key-less post, no readback, no person asked', async () => {
+    // Chaos seed 4242 (unknown_without_send): the resumed run started in UNKNOWN, read back and, on a key-less
+    // destination, waited for a person about a request the provider had said it never processed.
+    const effectId = 'post:terminated-not-sent';
+    await stack.simulator.fault('status_429_before_commit', { path: '/social/v1/posts', count: 100 });
+    await stack.withWorker(async () => {
+      await stack.effects.approve(postRequest(effectId, 'Paused, then terminated'));
+      await waitForStage(stack, effectId, 'attempted', 'not sent');
+      await stack.simulator.clearFaults();
+      await stack.env.client.workflow.getHandle(effectId).terminate('an operator terminated it during its pause');
+      const outcome = await waitFor(async () => {
+        if ((await stageOf(effectId)) === 'recorded') return 'recorded';
+        const live = await liveStatus(stack, effectId).catch(() => undefined);
+        return live?.awaiting?.includes('a human decision') ? `waits for a person: ${live.awaiting}` : undefined;
+      }, `${effectId} recorded by its resumed run, or waiting for a person`);
+      assert.equal(outcome, 'recorded');
+    });
+    assert.equal((await socialPostsFor(stack, effectId)).length, 1);
+    const { trail } = await stack.effects.status(effectId);
+    const answers = trail.evidence.filter((e) => e.kind === 'response').map((e) => e.outcome);
+    assert.equal(answers.at(-1), 'confirmed');
+    assert.ok(
+      answers.slice(0, -1).every((a) => a === 'not_sent'),
+      `every earlier answer was "not sent": ${answers}`,
+    );
+    assert.equal(trail.evidence.filter((e) => e.kind === 'readback').length, 0, 'nothing to read back');
     assert.equal(await runsOf(effectId), 2);
   });
 

@@ -14,7 +14,12 @@ import {
 } from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
-import { NOT_HOSTED_PATCH, NOT_SENT_CARRIED_PATCH, REVISION_HANDOVER_PATCH } from './patches.js';
+import {
+  NOT_HOSTED_PATCH,
+  NOT_SENT_CARRIED_PATCH,
+  RESEND_AFTER_NOT_SENT_PATCH,
+  REVISION_HANDOVER_PATCH,
+} from './patches.js';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
 export function backoffMs(n: number, retryAfterMs?: number): number {
@@ -145,6 +150,14 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
         run.firstAttemptAt = report.firstAttemptStartedAt;
         if (isEffectStage(report.stage) && isTerminal(report.stage))
           return { class: 'ended-before', stage: report.stage };
+        // v6: the last of them was answered "not sent": nothing is in flight, so the next attempt goes (same key).
+        if (report.lastAnswer === 'not_sent' && patched(RESEND_AFTER_NOT_SENT_PATCH)) {
+          run.attemptNumber += 1;
+          run.await(
+            `the provider's answer to attempt ${run.attemptNumber} (attempt ${report.highestAttempt} was not sent)`,
+          );
+          continue;
+        }
         return {
           class: 'unknown',
           detail: { reason: 'attempts this run did not make are in the ledger: read back first' },

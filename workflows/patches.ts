@@ -52,3 +52,10 @@ export const NOT_SENT_CARRIED_PATCH = 'not-sent-pause-carried-across-continue-as
  * being processed); an object that turns up is recorded and the abandon is refused, with why.
  */
 export const ABANDON_READS_BACK_PATCH = 'abandon-reads-back-past-what-is-in-flight';
+
+/**
+ * v6: a run that finds earlier runs' attempts, the last of them answered "not sent" (the run before was terminated,
+ * reset or failed while pausing to resend), sends the next attempt with the same key: nothing is in flight. Before,
+ * it started in UNKNOWN and read back, and on a key-less destination waited for a person (chaos seed 4242).
+ */
+export const RESEND_AFTER_NOT_SENT_PATCH = 'resumed-run-resends-after-not-sent';

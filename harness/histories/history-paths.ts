@@ -22,6 +22,8 @@ export const HISTORY_PATHS = [
   'multi-step-next-run',
   // v6: an abandon while the provider still processes our request; the object lands and is recorded instead.
   'unknown-abandon-object-landed',
+  // v6: a run terminated while pausing after "not sent"; the next run sends the next attempt (no readback).
+  'not-sent-resumed',
 ] as const;
 
 export type HistoryPath = (typeof HISTORY_PATHS)[number];
@@ -32,6 +34,7 @@ export const PATH_SINCE_VERSION: Partial<Record<HistoryPath, number>> = {
   'multi-step-next-run': 5,
   'not-hosted-wait': 5,
   'unknown-abandon-object-landed': 6,
+  'not-sent-resumed': 6,
 };
 
 /** The paths a version's replay set holds. */

@@ -189,6 +189,25 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     },
   },
   {
+    path: 'not-sent-resumed',
+    shows:
+      'key-less post answered 429 (not sent) again and again; its run is terminated while it pauses; the re-approval starts the next run, which finds the last attempt "not sent" and sends the next with the same key: recorded, no readback',
+    effectId: 'hist:not-sent-resumed',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      await stack.simulator.fault('status_429_before_commit', { path: '/social/v1/posts', count: 100 });
+      const request = postRequest(effectId, 'History: resumed after not sent');
+      await stack.withWorker(async () => {
+        await stack.effects.approve(request);
+        await waitForStage(stack, effectId, 'attempted', 'not sent');
+        await stack.simulator.clearFaults();
+        await handle(stack, effectId).terminate('history: terminated while it paused to resend');
+        await stack.effects.approve(request);
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
     path: 'malformed-decision-ignored',
     shows:
       'garbage signals (wrong types, blank actor, a bare string, confirm without evidence, extra fields, a misspelt name) are refused and recorded; then a valid approve-retry',

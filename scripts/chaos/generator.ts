@@ -25,7 +25,7 @@ import {
 } from './commands.js';
 import { CrossStepDecisions, type Gap, ResentAcrossRuns, type StepFault, TwoOperators } from './operators.js';
 import { AbandonInFlight, InFlightRetry, type RaceBarrier, RevisionRace } from './races.js';
-import { FillReconcilerPage, NotSentStreak, PoisonEffect } from './reconciler-path.js';
+import { FillReconcilerPage, NotSentStreak, PoisonEffect, TerminatedInPause } from './reconciler-path.js';
 import { OperatorReset, type ResetKind } from './resets.js';
 import { REAL_LINKS } from './stack.js';
 
@@ -56,6 +56,7 @@ export const GROUPS = [
   'reset',
   'not-sent-streak',
   'abandon-in-flight',
+  'terminated-in-pause',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 export type Mix = Partial<Record<Group, number>>;
@@ -87,6 +88,7 @@ export const FULL_MIX: Mix = {
   reset: 1,
   'not-sent-streak': 1,
   'abandon-in-flight': 1,
+  'terminated-in-pause': 1,
 };
 
 /** Mixes aimed at one path each (`npm run chaos -- --mix NAME`; the variants' tests). */
@@ -107,6 +109,7 @@ export const MIXES: Record<string, Mix> = {
           'reset',
           'not-sent-streak',
           'abandon-in-flight',
+          'terminated-in-pause',
         ].includes(g),
     ),
   ),
@@ -118,6 +121,8 @@ export const MIXES: Record<string, Mix> = {
   'not-sent': { 'not-sent-streak': 3, approve: 1 },
   /** The reconciler's path: a poison effect, stranded effects, a full page. */
   reconciler: { poison: 2, 'approver-dies': 2, terminate: 1, 'page-fill': 1, approve: 1 },
+  /** Runs terminated while they pause to resend after "not sent"; the reconciler starts the next. */
+  'terminated-pause': { 'terminated-in-pause': 3, approve: 1 },
   /** A retry approved while a post may be in flight, read back on a worker whose clock runs ahead. */
   clock: { 'in-flight-retry': 4, approve: 1 },
   /** An abandon sent while the provider still processes the effect's request. */
@@ -307,6 +312,9 @@ export function chaosCommands({
       )
       .map(([rounds, copies, barrier, late, hold]) => new RevisionRace(rounds, copies, barrier, late, hold)),
     'in-flight-retry': fc.constantFrom(0.6, 0.8, 0.95).map((at) => new InFlightRetry(at)),
+    'terminated-in-pause': fc
+      .tuple(fc.constantFrom<'post' | 'task'>('post', 'task'), fc.integer({ min: 3, max: 8 }))
+      .map(([kind, n]) => new TerminatedInPause(kind, n)),
     'abandon-in-flight': fc
       .tuple(fc.constantFrom<'refund' | 'task'>('refund', 'task'), fc.integer({ min: 1500, max: 6000 }))
       .map(([kind, ms]) => new AbandonInFlight(kind, ms)),

@@ -2,7 +2,19 @@
 // workflow can never be started, older than the effects stranded behind it; and more unfinished effects than
 // one pass reads, with a newly stranded one after them. Every unfinished effect must have a running workflow
 // within a bounded time, or show why not (the checker: run.ts's stuck findings, unstartable.ts).
-import { buildRequest, bump, DieAfterLedgerWrite, type Model, mayUse, type Real, Step, use } from './commands.js';
+import {
+  buildRequest,
+  bump,
+  DieAfterLedgerWrite,
+  type Model,
+  type ModelEffect,
+  mayUse,
+  type Real,
+  Step,
+  use,
+} from './commands.js';
+import { liveView } from './operator.js';
+import { until } from './operators.js';
 
 /** A poison effect's ID: 110 characters, which the ledger takes (up to 128) and the chaos server refuses (past 100). */
 const POISON_ID_LENGTH = 110;
@@ -125,5 +137,58 @@ export class NotSentStreak extends Step {
   }
   toString() {
     return `not-sent-streak(${this.kind}, ${this.answers}× 429)`;
+  }
+}
+
+/**
+ * A run terminated while it pauses to resend after "not sent" (seed 4242): the provider answers 429 (nothing
+ * stored) `answers` times; once the effect shows the pause, its run is terminated from the outside, and the
+ * ledger reconciler starts the next. Nothing ever left, so that run must send again, not read back and wait
+ * for a person (the checker's unknown_without_send).
+ */
+export class TerminatedInPause extends Step {
+  constructor(
+    readonly kind: 'post' | 'task',
+    readonly answers: number,
+  ) {
+    super();
+  }
+  override check(m: Readonly<Model>) {
+    return m.effects.length < m.limits.effects && mayUse(m, 'terminated-in-pause');
+  }
+  async run(m: Model, r: Real) {
+    use(m, 'terminated-in-pause');
+    const n = m.next++;
+    const effectId = `${r.prefix}-${n}`;
+    const request = buildRequest(effectId, this.kind, n, 'Paused report');
+    const effect: ModelEffect = { effectId, kind: this.kind, request, origin: 'approved' };
+    m.effects.push(effect);
+    bump(r, 'approvals');
+    const path = this.kind === 'post' ? '/social/v1/posts' : '/v1/objects';
+    await r.stack.simulator.fault('status_429_before_commit', { path, reference: effectId, count: this.answers });
+    try {
+      await r.stack.effects.approve(request);
+    } catch (error) {
+      r.notes.push(`approve ${effectId} failed: ${(error as Error).message}`);
+      return;
+    }
+    const pausing = await until(
+      async () => /not sent/.test((await liveView(r, effectId, 1000))?.awaiting ?? ''),
+      20_000,
+      50,
+    );
+    if (!pausing) return;
+    try {
+      await r.stack.client.workflow.getHandle(effectId).terminate('chaos: terminated while it paused to resend');
+    } catch (error) {
+      r.notes.push(`terminate ${effectId}: ${(error as Error).message}`);
+      return;
+    }
+    effect.terminated = true;
+    bump(r, 'runs terminated while pausing after "not sent"');
+    r.touch(effectId, `run terminated while pausing after "not sent" (${this.answers}× 429 queued)`);
+  }
+  toString() {
+    return `terminated-in-pause(${this.kind}, ${this.answers}× 429)`;
   }
 }

@@ -559,6 +559,7 @@ function capsFor(options: ChaosOptions, mix: Mix): Record<string, number> {
     resent: Math.max(1, Math.round(scaled / 2)),
     'in-flight-retry': scaled,
     'abandon-in-flight': scaled,
+    'terminated-in-pause': scaled,
     poison: 1,
     'page-fill': 1,
     reset: scaled,
