@@ -37,8 +37,10 @@ export async function reconcile(run: EffectRun): Promise<Resolution> {
 }
 
 async function settleUnknown(run: EffectRun): Promise<Resolution> {
+  // Once a person is awaited, a readback is a look taken while that wait goes on, and says so.
+  let whileAwaitingPerson = false;
   for (;;) {
-    const found = await readBack(run);
+    const found = await readBack(run, whileAwaitingPerson);
     if (found.outcome === 'found') return recordFound(run, found);
     if (mayRetryAutomatically(run, found)) {
       run.automaticRetries += 1;
@@ -49,14 +51,22 @@ async function settleUnknown(run: EffectRun): Promise<Resolution> {
       return freshReadbackBeforeRetry(run);
     }
     const decision = await awaitDecision(run, found);
+    // A wait for a person, not only for the in-flight window to close: the next look is taken during it.
+    whileAwaitingPerson = !found.detail.inFlightUntil;
     if (!decision) continue; // time to read back again
     const resolution = await applyDecision(run, decision);
     if (resolution) return resolution;
   }
 }
 
-async function readBack(run: EffectRun): Promise<ReadbackResult> {
-  run.await('readback: looking for the exact object at the destination');
+async function readBack(run: EffectRun, whileAwaitingPerson = false): Promise<ReadbackResult> {
+  // The text only (no command): a look taken while a person is awaited is still that wait, for the UI and the
+  // audit alike (a readback queued behind its destination's rate limit was once taken for a lost effect).
+  run.await(
+    whileAwaitingPerson
+      ? 'a human decision, reading back meanwhile (signal approve-retry, confirm-delivery or abandon): looking for the exact object at the destination'
+      : 'readback: looking for the exact object at the destination',
+  );
   // v3 reads back through a proxy with a heartbeat timeout; earlier runs replay the retried ledger proxy. v5
   // reads back on the destination's own, rate-limited task queue.
   const read = !run.v3
