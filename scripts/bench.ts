@@ -317,6 +317,10 @@ interface HistorySize {
   events: number;
   bytes: number;
   readbacks: number;
+  /** ActivityTaskScheduled events: the activities the effect ran (each a task round trip). */
+  activities: number;
+  /** Events by type (EVENT_TYPE_ dropped): where the events come from. */
+  types: Record<string, number>;
   runId: string;
 }
 
@@ -325,10 +329,20 @@ async function historyOf(client: Client, workflowId: string): Promise<HistorySiz
   const { runId } = await handle.describe();
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   const events = history.events ?? [];
+  const types: Record<string, number> = {};
+  for (const e of events) {
+    const name = (proto.temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? String(e.eventType)).replace(
+      /^EVENT_TYPE_/,
+      '',
+    );
+    types[name] = (types[name] ?? 0) + 1;
+  }
   return {
     events: events.length,
     bytes: proto.temporal.api.history.v1.History.encode(history).finish().length,
     readbacks: events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readBack').length,
+    activities: events.filter((e) => e.activityTaskScheduledEventAttributes).length,
+    types,
     runId,
   };
 }
@@ -336,7 +350,14 @@ async function historyOf(client: Client, workflowId: string): Promise<HistorySiz
 async function historyStats(client: Client, ids: string[]) {
   const sizes = await Promise.all(ids.map((id) => historyOf(client, id)));
   const mean = (f: (h: HistorySize) => number) => sizes.reduce((s, h) => s + f(h), 0) / (sizes.length || 1);
-  return { sample: sizes.length, eventsPerEffect: mean((h) => h.events), bytesPerEffect: mean((h) => h.bytes) };
+  const names = [...new Set(sizes.flatMap((h) => Object.keys(h.types)))].sort();
+  return {
+    sample: sizes.length,
+    eventsPerEffect: mean((h) => h.events),
+    bytesPerEffect: mean((h) => h.bytes),
+    activitiesPerEffect: mean((h) => h.activities),
+    eventsPerEffectByType: Object.fromEntries(names.map((n) => [n, mean((h) => h.types[n] ?? 0)])),
+  };
 }
 
 // ---- SQL statements and transactions (in-process worker, counted ledgers) --------------------------------
@@ -516,6 +537,20 @@ async function waitingPhase(bench: Bench) {
   await approveUntilWaiting(bench, waiting, `wait:${bench.tag}:`, n);
   const settledSeconds = (performance.now() - started) / 1000;
   log(`waiting: ${n} effects in unknown awaiting a human after ${settledSeconds.toFixed(0)} s`);
+  // Readbacks are paced (the destination's readback rate), so the last effects' first readbacks can trail
+  // the sample above by minutes: wait until every one has been read back, so the approval rate below is
+  // measured with them parked, not while they are still being read back.
+  const readBack = await waitFor(
+    async () => {
+      const [row] = await bench.stack.ledger.sql<{ n: number }[]>`
+        SELECT count(DISTINCT effect_id)::int AS n FROM provider_evidence
+        WHERE kind = 'readback' AND effect_id LIKE ${`wait:${bench.tag}:%`}`;
+      return (row?.n ?? 0) >= n && Date.now();
+    },
+    `every one of the ${n} waiting effects read back once`,
+    Math.max(180_000, n * 1000),
+  );
+  log(`waiting: all ${n} read back once after ${((readBack - started) / 1000).toFixed(0)} s`);
   // Let the last workflow tasks finish, then read memory with all of them parked.
   await new Promise((r) => setTimeout(r, 3000));
   const after = workers.map((w) => memoryOf(w.child.pid));
@@ -805,6 +840,7 @@ async function main() {
           ],
           ['history events per effect', fmt(history.bare.eventsPerEffect), fmt(history.ledgered.eventsPerEffect)],
           ['history bytes per effect', fmt(history.bare.bytesPerEffect, 0), fmt(history.ledgered.bytesPerEffect, 0)],
+          ['activities per effect', fmt(history.bare.activitiesPerEffect), fmt(history.ledgered.activitiesPerEffect)],
           ['worker peak RSS MiB (runs)', ...kinds.map((k) => fmt(summary[k].workerPeakRssMiB, 0))],
           ['worker startup peak RSS MiB', ...kinds.map((k) => fmt(startup[k]?.peakMiB, 0))],
           // Where the time went: CPU per effect in each process (a 2-core machine is CPU-bound at c=20).
@@ -826,6 +862,13 @@ async function main() {
         `${config.mainWorkers} worker process(es) of each kind in the main rounds` +
         (config.pauseIdle ? ', the idle kind paused' : ', both kinds polling'),
       `ratio ledgered/bare effects/s: per round ${ratio.perRound.map((r) => fmt(r, 2)).join(', ')}; mean ${fmt(ratio.mean, 2)}`,
+    );
+    const byType = (kind: Kind) => history[kind].eventsPerEffectByType;
+    const extra = [...new Set([...Object.keys(byType('bare')), ...Object.keys(byType('ledgered'))])]
+      .map((type) => [type, (byType('ledgered')[type] ?? 0) - (byType('bare')[type] ?? 0)] as const)
+      .filter(([, d]) => d !== 0);
+    out.push(
+      `history events per effect, ledgered − bare: ${extra.map(([type, d]) => `${type} ${d > 0 ? '+' : ''}${fmt(d)}`).join(', ') || 'none'}`,
     );
     if (sql) {
       const t = sql.perEffect;

@@ -59,6 +59,9 @@ describe('npm run bench --quick', () => {
       assert.deepEqual(s.ended, { [ends[kind]]: effects });
     }
     assert.ok(json.summary.ledgered.historyEventsPerEffect > json.summary.bare.historyEventsPerEffect);
+    // v3's happy path is one activity per effect, as the bare workflow's.
+    assert.equal(json.history.bare.activitiesPerEffect, 1);
+    assert.equal(json.history.ledgered.activitiesPerEffect, 1);
     positive(json.ratio.mean, 'ratio');
     assert.equal(json.rounds.length, 1);
     positive(json.rounds[0].ratio, 'round ratio');
