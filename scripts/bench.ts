@@ -114,7 +114,7 @@ const opts = new Command('bench')
   )
   .option(
     '--rate-effects <n>',
-    'waiting: fresh effects approved and recorded with none waiting, then with all waiting, 0 skips (default 200; quick 10)',
+    'waiting: fresh effects approved and recorded with none waiting, then with all waiting, 0 skips (default 200; quick 5)',
     int(0),
   )
   .option('--growth-interval-ms <ms>', 'their short readback interval (default 2000)', int(200))
@@ -139,7 +139,7 @@ const config = {
   historySample: pick(opts.historySample, 20, 5),
   waiting: pick(opts.waiting, 10_000, 200),
   waitingIntervalMs: opts.waitingIntervalMs ?? 600_000,
-  rateEffects: pick(opts.rateEffects, 200, 10),
+  rateEffects: pick(opts.rateEffects, 200, 5),
   growthEffects: pick(opts.growthEffects, 10, 3),
   growthIntervalMs: opts.growthIntervalMs ?? 2000,
   growthWindowS: pick(opts.growthWindowS, 30, 10),
@@ -501,6 +501,23 @@ async function approveUntilWaiting(
   } finally {
     bar.stop();
   }
+  // Readbacks are paced (the destination's readback rate, 5/s by default), so the last effects' first
+  // readbacks trail their `unknown` by minutes: wait, while they progress, until every one was read back
+  // once, so what follows (the approval rate with them waiting) runs with them parked, not being read back.
+  let readBack = 0;
+  let progressAt = Date.now();
+  for (;;) {
+    const [row] = await bench.stack.ledger.sql<{ n: number }[]>`
+      SELECT count(DISTINCT effect_id)::int AS n FROM provider_evidence
+      WHERE kind = 'readback' AND effect_id LIKE ${`${prefix}%`}`;
+    const n = row?.n ?? 0;
+    if (n >= count) break;
+    if (n > readBack) [readBack, progressAt] = [n, Date.now()];
+    if (Date.now() - progressAt > stallMs) {
+      throw new Error(`no readback for ${stallMs / 1000} s: ${n} of ${count} waiting effects read back once`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
   const step = Math.max(1, Math.floor(count / 10));
   const sample = Array.from({ length: Math.ceil(count / step) }, (_, i) => `${prefix}${i * step}`);
   await waitFor(
@@ -537,20 +554,6 @@ async function waitingPhase(bench: Bench) {
   await approveUntilWaiting(bench, waiting, `wait:${bench.tag}:`, n);
   const settledSeconds = (performance.now() - started) / 1000;
   log(`waiting: ${n} effects in unknown awaiting a human after ${settledSeconds.toFixed(0)} s`);
-  // Readbacks are paced (the destination's readback rate), so the last effects' first readbacks can trail
-  // the sample above by minutes: wait until every one has been read back, so the approval rate below is
-  // measured with them parked, not while they are still being read back.
-  const readBack = await waitFor(
-    async () => {
-      const [row] = await bench.stack.ledger.sql<{ n: number }[]>`
-        SELECT count(DISTINCT effect_id)::int AS n FROM provider_evidence
-        WHERE kind = 'readback' AND effect_id LIKE ${`wait:${bench.tag}:%`}`;
-      return (row?.n ?? 0) >= n && Date.now();
-    },
-    `every one of the ${n} waiting effects read back once`,
-    Math.max(180_000, n * 1000),
-  );
-  log(`waiting: all ${n} read back once after ${((readBack - started) / 1000).toFixed(0)} s`);
   // Let the last workflow tasks finish, then read memory with all of them parked.
   await new Promise((r) => setTimeout(r, 3000));
   const after = workers.map((w) => memoryOf(w.child.pid));

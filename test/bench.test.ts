@@ -96,7 +96,7 @@ describe('npm run bench --quick', () => {
     positive(waiting.growth.historyBytesPerEffectPerDay, 'history bytes per effect per day');
     // v3 backs off while a person is awaited: at the social feed's cap, one readback an hour.
     assert.equal(waiting.growth.readbacksPerHourPerEffect, 1);
-    // The approval rate of fresh effects (the quick default: 10) with none waiting, then with the 5 waiting.
+    // The approval rate of fresh effects (the quick default: 5) with none waiting, then with the 5 waiting.
     const rate = waiting.approvalRate;
     assert.deepEqual(rate.noneWaiting.ended, { recorded: rate.effects });
     assert.deepEqual(rate.whileWaiting.ended, { recorded: rate.effects });
