@@ -1,13 +1,17 @@
 // `npm run bench`: what the ledger costs against the workflow a user would otherwise write (issue 14).
-// One dev server, one PostgreSQL database, one provider simulator. Workers run as child processes (the
-// ledgered one is workers/main.ts, the bare one harness/bench/bare-worker.ts) so their RSS can be read.
+// One Temporal (the dev server, or with --target cluster the cluster persisted in PostgreSQL that the
+// cluster tests use: harness/temporal-target.ts), one PostgreSQL database, one provider simulator. Workers
+// run as child processes (the ledgered one is workers/main.ts, the bare one harness/bench/bare-worker.ts)
+// so their RSS can be read.
 //
-//   main      N effects at concurrency C, bare and ledgered alternately (ABBA), --rounds rounds each
+//   main      N effects at concurrency C, bare and ledgered alternately (ABBA), --rounds rounds each, with
+//             --main-workers worker processes of each kind (the idle kind paused: --pause-idle)
 //   history   events and bytes per effect (fetchHistory on a sample of the last round)
 //   sql       a small in-process phase: statements and transactions per effect, approval + worker
 //   scaling   throughput at each --concurrency-levels, and with each --worker-counts worker processes
 //   waiting   --waiting effects left in `unknown` awaiting a human: worker RSS, history bytes per day,
-//             readbacks per hour per effect
+//             readbacks per hour per effect, and the approval rate of --rate-effects fresh effects with
+//             none waiting and with them all waiting
 //
 // Writes a table to stdout and bench.json + bench.svg to --out (artifacts/bench by default).
 import { randomBytes } from 'node:crypto';
@@ -26,6 +30,7 @@ import { memoryOf, resetPeak, startBareWorkerProcess } from '../harness/bench/pr
 import { type LatencySummary, renderChart, type Series, summarize, table } from '../harness/bench/report.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, taskRequest } from '../harness/sample-requests.js';
+import { clusterOf, TEMPORAL_TARGET_ENV } from '../harness/temporal-target.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { openLedger } from '../ledger/db.js';
 import { waitFor } from '../stack/wait-for.js';
@@ -44,6 +49,10 @@ const list = (raw: string) => {
 };
 
 interface Options {
+  target: 'dev' | 'cluster';
+  mainWorkers: number;
+  pauseIdle?: boolean;
+  rateEffects?: number;
   effects?: number;
   concurrency?: number;
   rounds?: number;
@@ -63,6 +72,22 @@ interface Options {
 
 const opts = new Command('bench')
   .description('bare Temporal workflow vs the ledgered happy path: throughput, latency, history, SQL, RSS, scaling')
+  .option(
+    '--target <dev|cluster>',
+    'the Temporal the bench runs on: the dev server, or a cluster persisted in PostgreSQL (harness/cluster/)',
+    (raw: string) => {
+      if (raw !== 'dev' && raw !== 'cluster') throw new InvalidArgumentError('expected dev or cluster');
+      return raw;
+    },
+    'dev',
+  )
+  .option('--main-workers <n>', 'worker processes of each kind in the main rounds (default 1)', int(1), 1)
+  .option(
+    '--pause-idle',
+    'in the main rounds, SIGSTOP the workers of the kind not being measured, so only one kind polls ' +
+      '(default: on with --target cluster or --main-workers > 1, off otherwise)',
+  )
+  .option('--no-pause-idle', 'leave both kinds of workers polling in every main round')
   .option('--effects <n>', 'effects per main run (default 300; quick 40)', int(1))
   .option('--concurrency <n>', 'effects in flight in the main runs (default 20; quick 10)', int(1))
   .option('--rounds <n>', 'rounds of (bare, ledgered), alternating which goes first (default 2)', int(1))
@@ -87,6 +112,11 @@ const opts = new Command('bench')
     'waiting effects read back fast to measure history growth (default 10; quick 3)',
     int(1),
   )
+  .option(
+    '--rate-effects <n>',
+    'waiting: fresh effects approved and recorded with none waiting, then with all waiting, 0 skips (default 200; quick 5)',
+    int(0),
+  )
   .option('--growth-interval-ms <ms>', 'their short readback interval (default 2000)', int(200))
   .option('--growth-window-s <s>', 'how long their history growth is measured (default 30; quick 10)', int(1))
   .option('--out <dir>', 'where bench.json and bench.svg go', 'artifacts/bench')
@@ -96,6 +126,9 @@ const opts = new Command('bench')
 const quick = Boolean(opts.quick);
 const pick = <T>(given: T | undefined, full: T, small: T): T => given ?? (quick ? small : full);
 const config = {
+  target: opts.target,
+  mainWorkers: opts.mainWorkers,
+  pauseIdle: opts.pauseIdle ?? (opts.target === 'cluster' || opts.mainWorkers > 1),
   effects: pick(opts.effects, 300, 40),
   concurrency: pick(opts.concurrency, 20, 10),
   rounds: pick(opts.rounds, 2, 2),
@@ -106,6 +139,7 @@ const config = {
   historySample: pick(opts.historySample, 20, 5),
   waiting: pick(opts.waiting, 10_000, 200),
   waitingIntervalMs: opts.waitingIntervalMs ?? 600_000,
+  rateEffects: pick(opts.rateEffects, 200, 5),
   growthEffects: pick(opts.growthEffects, 10, 3),
   growthIntervalMs: opts.growthIntervalMs ?? 2000,
   growthWindowS: pick(opts.growthWindowS, 30, 10),
@@ -196,12 +230,24 @@ function stackRoles(bench: Bench): Record<string, Role> {
   const pids = (kind: Kind) => new Set(bench.workers[kind].map((w) => w.child.pid));
   const port = bench.stack.env.address.split(':').at(-1);
   const database = new URL(bench.stack.databaseUrl).pathname.slice(1);
+  const cluster = clusterOf(bench.stack.env);
+  const backendOf = (p: { cmdline: string }, db: string) =>
+    p.cmdline.startsWith('postgres:') && p.cmdline.includes(` ${db} `);
   return {
     'ledgered worker': (p) => pids('ledgered').has(p.pid),
     'bare worker': (p) => pids('bare').has(p.pid),
     'bench (approver)': (p) => p.pid === process.pid,
-    'temporal server': (p) => p.cmdline.includes('start-dev') && p.cmdline.includes(`--port ${port} `),
-    postgres: (p) => p.cmdline.startsWith('postgres:') && p.cmdline.includes(` ${database} `),
+    'temporal server': cluster
+      ? (p) => p.pid === cluster.server?.child.pid
+      : (p) => p.cmdline.includes('start-dev') && p.cmdline.includes(`--port ${port} `),
+    postgres: (p) => backendOf(p, database),
+    // The cluster's persistence and visibility: PostgreSQL backends on its two databases.
+    ...(cluster
+      ? {
+          'postgres (Temporal)': (p: { cmdline: string }) =>
+            backendOf(p, cluster.databases.temporal) || backendOf(p, cluster.databases.visibility),
+        }
+      : {}),
     simulator: (p) => p.ppid === process.pid && p.cmdline.includes('simulator/main.ts'),
   };
 }
@@ -271,6 +317,10 @@ interface HistorySize {
   events: number;
   bytes: number;
   readbacks: number;
+  /** ActivityTaskScheduled events: the activities the effect ran (each a task round trip). */
+  activities: number;
+  /** Events by type (EVENT_TYPE_ dropped): where the events come from. */
+  types: Record<string, number>;
   runId: string;
 }
 
@@ -279,10 +329,20 @@ async function historyOf(client: Client, workflowId: string): Promise<HistorySiz
   const { runId } = await handle.describe();
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
   const events = history.events ?? [];
+  const types: Record<string, number> = {};
+  for (const e of events) {
+    const name = (proto.temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? String(e.eventType)).replace(
+      /^EVENT_TYPE_/,
+      '',
+    );
+    types[name] = (types[name] ?? 0) + 1;
+  }
   return {
     events: events.length,
     bytes: proto.temporal.api.history.v1.History.encode(history).finish().length,
     readbacks: events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readBack').length,
+    activities: events.filter((e) => e.activityTaskScheduledEventAttributes).length,
+    types,
     runId,
   };
 }
@@ -290,7 +350,14 @@ async function historyOf(client: Client, workflowId: string): Promise<HistorySiz
 async function historyStats(client: Client, ids: string[]) {
   const sizes = await Promise.all(ids.map((id) => historyOf(client, id)));
   const mean = (f: (h: HistorySize) => number) => sizes.reduce((s, h) => s + f(h), 0) / (sizes.length || 1);
-  return { sample: sizes.length, eventsPerEffect: mean((h) => h.events), bytesPerEffect: mean((h) => h.bytes) };
+  const names = [...new Set(sizes.flatMap((h) => Object.keys(h.types)))].sort();
+  return {
+    sample: sizes.length,
+    eventsPerEffect: mean((h) => h.events),
+    bytesPerEffect: mean((h) => h.bytes),
+    activitiesPerEffect: mean((h) => h.activities),
+    eventsPerEffectByType: Object.fromEntries(names.map((n) => [n, mean((h) => h.types[n] ?? 0)])),
+  };
 }
 
 // ---- SQL statements and transactions (in-process worker, counted ledgers) --------------------------------
@@ -434,6 +501,23 @@ async function approveUntilWaiting(
   } finally {
     bar.stop();
   }
+  // Readbacks are paced (the destination's readback rate, 5/s by default), so the last effects' first
+  // readbacks trail their `unknown` by minutes: wait, while they progress, until every one was read back
+  // once, so what follows (the approval rate with them waiting) runs with them parked, not being read back.
+  let readBack = 0;
+  let progressAt = Date.now();
+  for (;;) {
+    const [row] = await bench.stack.ledger.sql<{ n: number }[]>`
+      SELECT count(DISTINCT effect_id)::int AS n FROM provider_evidence
+      WHERE kind = 'readback' AND effect_id LIKE ${`${prefix}%`}`;
+    const n = row?.n ?? 0;
+    if (n >= count) break;
+    if (n > readBack) [readBack, progressAt] = [n, Date.now()];
+    if (Date.now() - progressAt > stallMs) {
+      throw new Error(`no readback for ${stallMs / 1000} s: ${n} of ${count} waiting effects read back once`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
   const step = Math.max(1, Math.floor(count / 10));
   const sample = Array.from({ length: Math.ceil(count / step) }, (_, i) => `${prefix}${i * step}`);
   await waitFor(
@@ -446,9 +530,17 @@ async function approveUntilWaiting(
   );
 }
 
+/** Fresh happy effects approved and recorded (as the main phase's ledgered runs), for the approval rate. */
+async function approvalRate(bench: Bench, phase: string) {
+  if (config.rateEffects === 0) return null;
+  const r = await run(bench, 'ledgered', phase, config.rateEffects, config.concurrency);
+  return { effectsPerSecond: r.effectsPerSecond, latencyMs: r.latencyMs, ended: r.ended };
+}
+
 async function waitingPhase(bench: Bench) {
   const n = config.waiting;
   const workers = bench.workers.ledgered;
+  const rateNoneWaiting = await approvalRate(bench, 'rate-0-waiting');
   const before = workers.map((w) => memoryOf(w.child.pid));
   for (const w of workers) resetPeak(w.child.pid);
   const waiting = new EffectLedgerClient({
@@ -465,6 +557,7 @@ async function waitingPhase(bench: Bench) {
   // Let the last workflow tasks finish, then read memory with all of them parked.
   await new Promise((r) => setTimeout(r, 3000));
   const after = workers.map((w) => memoryOf(w.child.pid));
+  const rateWhileWaiting = await approvalRate(bench, `rate-${n}-waiting`);
 
   // History growth: a few more effects read back every growthIntervalMs for growthWindowS.
   const growthClient = new EffectLedgerClient({
@@ -507,6 +600,16 @@ async function waitingPhase(bench: Bench) {
     effects: n,
     readbackIntervalMs: config.waitingIntervalMs,
     secondsToSettle: settledSeconds,
+    approvalRate:
+      rateNoneWaiting && rateWhileWaiting
+        ? {
+            effects: config.rateEffects,
+            concurrency: config.concurrency,
+            noneWaiting: rateNoneWaiting,
+            whileWaiting: rateWhileWaiting,
+            ratio: rateWhileWaiting.effectsPerSecond / rateNoneWaiting.effectsPerSecond,
+          }
+        : null,
     ledgeredWorkers: workers.map((_w, i) => ({
       rssBeforeMiB: before[i]?.rssMiB,
       rssWithWaitingMiB: after[i]?.rssMiB,
@@ -541,12 +644,27 @@ async function ensureWorkers(bench: Bench, kind: Kind, count: number) {
   while (list.length > count) await list.pop()?.kill();
 }
 
+/**
+ * With --pause-idle, only the kind being measured polls: the other kind's worker processes are stopped
+ * (SIGSTOP; nothing is queued for them meanwhile) and continued (SIGCONT) before their own run. A stopped
+ * process still dies with SIGKILL, so kill() and the reaper stop it as they stop a running one.
+ */
+function measureOnly(bench: Bench, kind: Kind | 'all') {
+  if (!config.pauseIdle) return;
+  for (const k of ['bare', 'ledgered'] as const) {
+    for (const w of bench.workers[k]) w.child.kill(kind === 'all' || k === kind ? 'SIGCONT' : 'SIGSTOP');
+  }
+}
+
 const mean = (values: number[]) => values.reduce((s, v) => s + v, 0) / (values.length || 1);
 const fmt = (v: number | undefined, digits = 1) => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits));
 
 async function main() {
   const started = new Date();
   log(`config ${JSON.stringify(config)}`);
+  // harness/temporal-target.ts: startStack starts the cluster instead of the dev server, and its
+  // environment's teardown (stack.stop) stops the cluster's server and drops its databases.
+  if (config.target === 'cluster') process.env[TEMPORAL_TARGET_ENV] = 'cluster';
   const stack = await startStack({ purpose: 'bench' });
   const tag = randomBytes(3).toString('hex');
   const bench: Bench = {
@@ -558,7 +676,10 @@ async function main() {
     tag,
   };
   try {
-    await Promise.all([ensureWorkers(bench, 'ledgered', 1), ensureWorkers(bench, 'bare', 1)]);
+    await Promise.all([
+      ensureWorkers(bench, 'ledgered', config.mainWorkers),
+      ensureWorkers(bench, 'bare', config.mainWorkers),
+    ]);
     const startup = {
       ledgered: memoryOf(bench.workers.ledgered[0]?.child.pid),
       bare: memoryOf(bench.workers.bare[0]?.child.pid),
@@ -568,14 +689,20 @@ async function main() {
     // Warm-up: workflow caches, connections, JIT. Not reported. Three waves at full concurrency: with one
     // short wave the first measured ledgered round still paid for its worker's JIT (0.58× against 0.99×).
     const warm = Math.min(config.effects, config.concurrency * 3);
-    await run(bench, 'bare', 'warmup', warm, config.concurrency);
-    await run(bench, 'ledgered', 'warmup', warm, config.concurrency);
+    for (const kind of ['bare', 'ledgered'] as const) {
+      measureOnly(bench, kind);
+      await run(bench, kind, 'warmup', warm, config.concurrency);
+    }
 
     const main: RunResult[] = [];
     for (let round = 1; round <= config.rounds; round++) {
       const order: Kind[] = round % 2 === 1 ? ['bare', 'ledgered'] : ['ledgered', 'bare'];
-      for (const kind of order) main.push(await run(bench, kind, 'main', config.effects, config.concurrency, round));
+      for (const kind of order) {
+        measureOnly(bench, kind);
+        main.push(await run(bench, kind, 'main', config.effects, config.concurrency, round));
+      }
     }
+    measureOnly(bench, 'all');
     const rounds = Array.from({ length: config.rounds }, (_, i) => {
       const rate = (kind: Kind) =>
         main.find((r) => r.round === i + 1 && r.kind === kind)?.effectsPerSecond ?? Number.NaN;
@@ -716,17 +843,35 @@ async function main() {
           ],
           ['history events per effect', fmt(history.bare.eventsPerEffect), fmt(history.ledgered.eventsPerEffect)],
           ['history bytes per effect', fmt(history.bare.bytesPerEffect, 0), fmt(history.ledgered.bytesPerEffect, 0)],
+          ['activities per effect', fmt(history.bare.activitiesPerEffect), fmt(history.ledgered.activitiesPerEffect)],
           ['worker peak RSS MiB (runs)', ...kinds.map((k) => fmt(summary[k].workerPeakRssMiB, 0))],
           ['worker startup peak RSS MiB', ...kinds.map((k) => fmt(startup[k]?.peakMiB, 0))],
           // Where the time went: CPU per effect in each process (a 2-core machine is CPU-bound at c=20).
-          ...['worker', 'temporal server', 'postgres', 'bench (approver)', 'simulator'].map((role) => [
+          ...[
+            'worker',
+            'temporal server',
+            'postgres',
+            ...(config.target === 'cluster' ? ['postgres (Temporal)'] : []),
+            'bench (approver)',
+            'simulator',
+          ].map((role) => [
             `CPU ms/effect: ${role}`,
             ...kinds.map((k) => fmt(summary[k].cpuMsPerEffect[role === 'worker' ? `${k} worker` : role])),
           ]),
         ],
       ),
       '',
+      `on the ${config.target === 'cluster' ? 'cluster (temporal-server on PostgreSQL)' : 'dev server'}, ` +
+        `${config.mainWorkers} worker process(es) of each kind in the main rounds` +
+        (config.pauseIdle ? ', the idle kind paused' : ', both kinds polling'),
       `ratio ledgered/bare effects/s: per round ${ratio.perRound.map((r) => fmt(r, 2)).join(', ')}; mean ${fmt(ratio.mean, 2)}`,
+    );
+    const byType = (kind: Kind) => history[kind].eventsPerEffectByType;
+    const extra = [...new Set([...Object.keys(byType('bare')), ...Object.keys(byType('ledgered'))])]
+      .map((type) => [type, (byType('ledgered')[type] ?? 0) - (byType('bare')[type] ?? 0)] as const)
+      .filter(([, d]) => d !== 0);
+    out.push(
+      `history events per effect, ledgered − bare: ${extra.map(([type, d]) => `${type} ${d > 0 ? '+' : ''}${fmt(d)}`).join(', ') || 'none'}`,
     );
     if (sql) {
       const t = sql.perEffect;
@@ -747,6 +892,14 @@ async function main() {
           `and ${fmt(g.eventsPerReadback)} events per readback → ${fmt(g.historyBytesPerEffectPerDay / 1024)} KiB history/effect/day`,
         `  (${g.scaling})`,
       );
+      const a = waiting.approvalRate;
+      if (a) {
+        out.push(
+          `approval rate (${a.effects} fresh effects approved and recorded at concurrency ${a.concurrency}): ` +
+            `${fmt(a.noneWaiting.effectsPerSecond)} effects/s with none waiting, ${fmt(a.whileWaiting.effectsPerSecond)} ` +
+            `with ${waiting.effects} waiting: ${fmt(a.ratio, 2)}×`,
+        );
+      }
     }
     out.push('', `wrote ${resolve(outDir, 'bench.json')} and bench.svg`);
     process.stdout.write(`${out.join('\n')}\n`);

@@ -59,6 +59,9 @@ describe('npm run bench --quick', () => {
       assert.deepEqual(s.ended, { [ends[kind]]: effects });
     }
     assert.ok(json.summary.ledgered.historyEventsPerEffect > json.summary.bare.historyEventsPerEffect);
+    // v3's happy path is one activity per effect, as the bare workflow's.
+    assert.equal(json.history.bare.activitiesPerEffect, 1);
+    assert.equal(json.history.ledgered.activitiesPerEffect, 1);
     positive(json.ratio.mean, 'ratio');
     assert.equal(json.rounds.length, 1);
     positive(json.rounds[0].ratio, 'round ratio');
@@ -93,6 +96,11 @@ describe('npm run bench --quick', () => {
     positive(waiting.growth.historyBytesPerEffectPerDay, 'history bytes per effect per day');
     // v3 backs off while a person is awaited: at the social feed's cap, one readback an hour.
     assert.equal(waiting.growth.readbacksPerHourPerEffect, 1);
+    // The approval rate of fresh effects (the quick default: 5) with none waiting, then with the 5 waiting.
+    const rate = waiting.approvalRate;
+    assert.deepEqual(rate.noneWaiting.ended, { recorded: rate.effects });
+    assert.deepEqual(rate.whileWaiting.ended, { recorded: rate.effects });
+    positive(rate.ratio, 'approval-rate ratio while effects wait');
 
     const svg = readFileSync(join(out, 'bench.svg'), 'utf8');
     assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
