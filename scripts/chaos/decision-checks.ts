@@ -49,10 +49,32 @@ export function revisionOfRun(run: RunHistory): number | null {
   return input?.releaseRevision ?? 1;
 }
 
+/** The run a reset replaced (`temporal workflow reset`): its reset run's failed workflow task names it. */
+function resetFrom(run: RunHistory): string | undefined {
+  for (const event of run.events) {
+    const base = event.workflowTaskFailedEventAttributes?.baseRunId;
+    if (base && base !== run.runId) return base;
+  }
+  return undefined;
+}
+
+/**
+ * Whether the run was open at the answer: started by then, or made by a reset of a run that was (the reset run
+ * takes the replaced run's place and its signals, the revision's among them).
+ */
+function openAtAnswer(runId: string, answeredAt: Date, histories: RunHistory[], depth = 0): boolean {
+  const run = histories.find((h) => h.runId === runId);
+  if (!run) return false;
+  if (run.startedAt.getTime() <= answeredAt.getTime()) return true;
+  const base = depth < 10 ? resetFrom(run) : undefined;
+  return base !== undefined && openAtAnswer(base, answeredAt, histories, depth + 1);
+}
+
 /**
  * A revision the operator was told "created" had a run carrying it by then: revise() started it (or joined
  * one that carries it), or the run open at the answer, signalled by revise(), handed over to it (v5: it
- * continues as new carrying the revision — later than the answer when no worker was polling). A revision
+ * continues as new carrying the revision — later than the answer when no worker was polling; a reset of that run
+ * takes its place). A revision
  * whose first run started after the answer and fresh (not continued from another) waited for someone else
  * (the ledger reconciler) — revise() joined a run that was closing with the refused revision.
  */
@@ -68,8 +90,7 @@ export function revisionRunChecks(
     const first = carrying.sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime())[0];
     if (first && first.startedAt.getTime() <= answeredAt.getTime()) continue;
     const from = first?.events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
-    const handedOver = from && histories.some((h) => h.runId === from && h.startedAt.getTime() <= answeredAt.getTime());
-    if (handedOver) continue;
+    if (from && openAtAnswer(from, answeredAt, histories)) continue;
     found.push({
       kind: 'revision_without_run',
       effectId,
