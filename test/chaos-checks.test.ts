@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { type RunHistory, revisionRunChecks } from '../scripts/chaos/decision-checks.js';
+import { acceptedUpdates, type RunHistory, revisionRunChecks } from '../scripts/chaos/decision-checks.js';
 
 const answeredAt = new Date('2026-12-01T16:36:07.000Z');
 const at = (s: number) => new Date(answeredAt.getTime() + s * 1000);
@@ -62,5 +62,49 @@ describe('the chaos checker: a revision has a run carrying it', () => {
       revisionRunChecks({ 2: answeredAt }, 'e', histories).map((v) => v.kind),
       ['revision_without_run'],
     );
+  });
+});
+
+describe('the chaos checker: an update accepted by more than one run', () => {
+  const completed = (updateId: string, answer: object) => ({
+    workflowExecutionUpdateCompletedEventAttributes: {
+      meta: { updateId },
+      outcome: { success: { payloads: [defaultPayloadConverter.toPayload(answer)] } },
+    },
+  });
+  const history = (runId: string, events: object[]) => ({ runId, startedAt: at(0), events }) as RunHistory;
+
+  test("a reset run's copy of the replaced run's acceptance is not a second one (seed 1212000007)", () => {
+    const accepted = completed('u1', { accepted: true, stage: 'unknown' });
+    const histories = [
+      history('r1', [{}, accepted]),
+      history('r1-reset', [
+        {},
+        accepted,
+        { workflowTaskFailedEventAttributes: { baseRunId: 'r1', newRunId: 'r1-reset' } },
+      ]),
+    ];
+    assert.deepEqual([...acceptedUpdates(histories)], [['u1', ['r1']]]);
+  });
+
+  test('the same update accepted again after the reset point, or by a continued run, counts twice', () => {
+    const accepted = completed('u1', { accepted: true, stage: 'unknown' });
+    const reset = { workflowTaskFailedEventAttributes: { baseRunId: 'r1', newRunId: 'r1-reset' } };
+    assert.deepEqual(
+      [...acceptedUpdates([history('r1', [{}, accepted]), history('r1-reset', [{}, reset, accepted])])],
+      [['u1', ['r1', 'r1-reset']]],
+    );
+    assert.deepEqual(
+      [...acceptedUpdates([history('r1', [{}, accepted]), history('r2', [{}, accepted])])],
+      [['u1', ['r1', 'r2']]],
+    );
+  });
+
+  test('an answer marked repeated (the ledger already held the decision) is not an acceptance', () => {
+    const histories = [
+      history('r1', [{}, completed('u1', { accepted: true })]),
+      history('r2', [{}, completed('u1', { accepted: true, repeated: true })]),
+    ];
+    assert.deepEqual([...acceptedUpdates(histories)], [['u1', ['r1']]]);
   });
 });

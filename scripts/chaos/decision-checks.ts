@@ -58,6 +58,11 @@ function resetFrom(run: RunHistory): string | undefined {
   return undefined;
 }
 
+/** Where a reset run's copy of the replaced run's events ends (its reset's failed workflow task); -1: not a reset run. */
+function resetPoint(events: HistoryEvent[]): number {
+  return events.findIndex((e) => e.workflowTaskFailedEventAttributes?.baseRunId);
+}
+
 /**
  * Whether the run was open at the answer: started by then, or made by a reset of a run that was (the reset run
  * takes the replaced run's place and its signals, the revision's among them).
@@ -107,7 +112,9 @@ export function revisionRunChecks(
 export function acceptedUpdates(histories: RunHistory[]): Map<string, string[]> {
   const accepted = new Map<string, string[]>();
   for (const { runId, events } of histories)
-    for (const event of events) {
+    // A reset run's history opens with a copy of the replaced run's events up to the reset point (its failed
+    // workflow task): what it accepted there is the replaced run's acceptance, already counted (seed 1212000007).
+    for (const event of events.slice(resetPoint(events) + 1)) {
       const done = event.workflowExecutionUpdateCompletedEventAttributes;
       const id = done?.meta?.updateId;
       const payload = done?.outcome?.success?.payloads?.[0];
