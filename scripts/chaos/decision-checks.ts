@@ -111,9 +111,9 @@ export function revisionRunChecks(
  */
 export function acceptedUpdates(histories: RunHistory[]): Map<string, string[]> {
   const accepted = new Map<string, string[]>();
+  // A reset run's history opens with a copy of the replaced run's events up to the reset point (its failed
+  // workflow task): what it accepted there is the replaced run's acceptance, already counted (seed 1212000007).
   for (const { runId, events } of histories)
-    // A reset run's history opens with a copy of the replaced run's events up to the reset point (its failed
-    // workflow task): what it accepted there is the replaced run's acceptance, already counted (seed 1212000007).
     for (const event of events.slice(resetPoint(events) + 1)) {
       const done = event.workflowExecutionUpdateCompletedEventAttributes;
       const id = done?.meta?.updateId;
