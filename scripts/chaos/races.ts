@@ -7,6 +7,7 @@
 // so the run cannot close, and the revisions go in; then the workers continue. Every revision then meets a
 // run that is still open — the interleaving the seed found once, now on every round.
 import { randomUUID } from 'node:crypto';
+import type { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import {
   buildRequest,
   bump,
@@ -140,29 +141,7 @@ export class InFlightRetry extends Step {
       path: '/social/v1/posts',
       delayMs: Math.round(windowMs * this.commitAfter),
     });
-    try {
-      await r.stack.effectsShortGrace.approve(request);
-    } catch (error) {
-      r.notes.push(`approve ${effectId} failed: ${(error as Error).message}`);
-      return;
-    }
-    const asks = await until(
-      async () => {
-        const live = await liveView(r, effectId, 1000);
-        return live?.stage === 'unknown' && /person|human/.test(live.awaiting ?? '');
-      },
-      20_000,
-      50,
-    );
-    if (!asks) return;
-    const seen = await lookAt(r, effectId);
-    await sendDecision(
-      r,
-      effectId,
-      'approve-retry',
-      { actor: OPERATOR, reason: 'nothing on the feed yet; retry' },
-      { via: 'update', seen, decisionId: randomUUID() },
-    );
+    await decideOnceAsked(r, r.stack.effectsShortGrace, request, 'approve-retry', 'nothing on the feed yet; retry');
   }
   toString() {
     return `in-flight-retry(commits at ${Math.round(this.commitAfter * 100)}% of the window)`;
@@ -198,31 +177,40 @@ export class AbandonInFlight extends Step {
       reference: effectId,
       delayMs: r.stack.options.callTimeoutMs + this.commitAfterMs,
     });
-    try {
-      await r.stack.effects.approve(request);
-    } catch (error) {
-      r.notes.push(`approve ${effectId} failed: ${(error as Error).message}`);
-      return;
-    }
-    const asks = await until(
-      async () => {
-        const live = await liveView(r, effectId, 1000);
-        return live?.stage === 'unknown' && /person|human/.test(live.awaiting ?? '');
-      },
-      20_000,
-      50,
-    );
-    if (!asks) return;
-    const seen = await lookAt(r, effectId);
-    await sendDecision(
-      r,
-      effectId,
-      'abandon',
-      { actor: OPERATOR, reason: 'the refund looks stuck; give up' },
-      { via: 'update', seen, decisionId: randomUUID() },
-    );
+    await decideOnceAsked(r, r.stack.effects, request, 'abandon', 'the refund looks stuck; give up');
   }
   toString() {
     return `abandon-in-flight(${this.kind}, commits ${this.commitAfterMs} ms after the timeout)`;
   }
+}
+
+/**
+ * Approves the request and, the moment the effect asks a person (UNKNOWN, awaiting a human), sends one operator's
+ * decision through the `decide` update: what an operator who acts at once does.
+ */
+async function decideOnceAsked(
+  r: Real,
+  client: Pick<EffectLedgerClient, 'approve'>,
+  request: Record<string, unknown>,
+  kind: 'approve-retry' | 'abandon',
+  reason: string,
+): Promise<void> {
+  const effectId = String(request.effectId);
+  try {
+    await client.approve(request);
+  } catch (error) {
+    r.notes.push(`approve ${effectId} failed: ${(error as Error).message}`);
+    return;
+  }
+  const asks = await until(
+    async () => {
+      const live = await liveView(r, effectId, 1000);
+      return live?.stage === 'unknown' && /person|human/.test(live.awaiting ?? '');
+    },
+    20_000,
+    50,
+  );
+  if (!asks) return;
+  const seen = await lookAt(r, effectId);
+  await sendDecision(r, effectId, kind, { actor: OPERATOR, reason }, { via: 'update', seen, decisionId: randomUUID() });
 }
