@@ -45,5 +45,5 @@ if ! bundle_ui; then
   ui="WITHOUT its web UI (the bundle failed, above): its API works, its UI is a blank page"
   echo "warning: building Mailpit $ui" >&2
 fi
-CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -ldflags "-s -w -X github.com/axllent/mailpit/config.Version=$version" -o "$out" .
+CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -gcflags=all=-dwarf=false -ldflags "-s -w -X github.com/axllent/mailpit/config.Version=$version" -o "$out" .
 echo "$out: Mailpit $version $ui"

@@ -11,6 +11,13 @@ source "$go_binaries_root/scripts/timing.sh"
 
 go_tool() { command -v go || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; }; }
 
+# No debug information, in the compiler or the linker: these binaries are run, never debugged here, and a cold
+# build of the CLI costs about 9% less CPU without it (measured on go.temporal.io/server's SQLite persistence
+# package and what it imports: 293 → 267 CPU-s). The cluster's binaries take the same flags, so the CLI's build
+# cache serves them.
+# stack/temporal-cli.ts (GO_BUILD_FLAGS) builds with the same, when it must build the CLI itself.
+go_build_flags=(-gcflags=all=-dwarf=false "-ldflags=-s -w")
+
 # build_go_binary <name in bin/> <package> <@version | module dir> [the name go install gives it]
 # Builds into a scratch directory and moves the binary into place, so bin/<name> is whole or absent.
 build_go_binary() {
@@ -19,9 +26,9 @@ build_go_binary() {
   mkdir -p "$go_binaries_root/bin"
   scratch=$(mktemp -d "$go_binaries_root/bin/.build-$name-XXXX")
   if [[ $from == @* ]]; then
-    (cd "$scratch" && GOBIN="$scratch" GOFLAGS="${GOFLAGS:-} -buildvcs=false" "$go" install "$pkg$from") || rc=$?
+    (cd "$scratch" && GOBIN="$scratch" GOFLAGS="${GOFLAGS:-} -buildvcs=false" "$go" install "${go_build_flags[@]}" "$pkg$from") || rc=$?
   else
-    (cd "$from" && GOFLAGS="${GOFLAGS:-} -buildvcs=false" "$go" build -o "$scratch/$installed" "$pkg") || rc=$?
+    (cd "$from" && GOFLAGS="${GOFLAGS:-} -buildvcs=false" "$go" build "${go_build_flags[@]}" -o "$scratch/$installed" "$pkg") || rc=$?
   fi
   [ "$rc" = 0 ] && mv "$scratch/$installed" "$go_binaries_root/bin/$name"
   rm -rf "$scratch"

@@ -35,6 +35,12 @@ function goBinary(): string | undefined {
   return onPath('go') ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
 }
 
+/**
+ * No debug information, in the compiler or the linker (scripts/go-binaries.sh says why): the same flags for
+ * every Temporal binary, so that the CLI's build cache serves the cluster's.
+ */
+export const GO_BUILD_FLAGS = ['-gcflags=all=-dwarf=false', '-ldflags=-s -w'];
+
 function goBuild(version: string): string | undefined {
   const go = goBinary();
   if (!go) return undefined;
@@ -42,7 +48,7 @@ function goBuild(version: string): string | undefined {
   process.stderr.write(`Building the Temporal CLI ${version} with go build (minutes on a cold cache)...\n`);
   const scratch = mkdtempSync(join(localBin, '.build-temporal-'));
   try {
-    const result = spawnSync(go, ['build', '-o', join(scratch, 'temporal'), 'github.com/temporalio/cli/cmd/temporal'], {
+    const result = spawnSync(go, ['build', ...GO_BUILD_FLAGS, '-o', join(scratch, 'temporal'), 'github.com/temporalio/cli/cmd/temporal'], {
       env: { ...process.env, GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
       stdio: ['ignore', 'inherit', 'inherit'],
       cwd: resolve(projectRoot, 'harness/temporal-binaries'),

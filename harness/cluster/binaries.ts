@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { GO_BUILD_FLAGS } from '../../stack/temporal-cli.js';
 import { projectRoot } from '../../workers/config.js';
 
 /** The Go module the harness builds every Temporal binary from (its go.mod holds the versions). */
@@ -82,7 +83,7 @@ async function goBuild(spec: BinarySpec, log: (line: string) => void): Promise<s
   try {
     const output: string[] = [];
     const code = await new Promise<number | null>((done, fail) => {
-      const child = spawn(goBinary(), ['build', '-o', join(scratch, spec.name), spec.pkg], {
+      const child = spawn(goBinary(), ['build', ...GO_BUILD_FLAGS, '-o', join(scratch, spec.name), spec.pkg], {
         env: goEnv(),
         cwd: TEMPORAL_BINARIES_MODULE,
         stdio: ['ignore', 'pipe', 'pipe'],
