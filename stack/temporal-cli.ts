@@ -48,11 +48,15 @@ function goBuild(version: string): string | undefined {
   process.stderr.write(`Building the Temporal CLI ${version} with go build (minutes on a cold cache)...\n`);
   const scratch = mkdtempSync(join(localBin, '.build-temporal-'));
   try {
-    const result = spawnSync(go, ['build', ...GO_BUILD_FLAGS, '-o', join(scratch, 'temporal'), 'github.com/temporalio/cli/cmd/temporal'], {
-      env: { ...process.env, GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
-      stdio: ['ignore', 'inherit', 'inherit'],
-      cwd: resolve(projectRoot, 'harness/temporal-binaries'),
-    });
+    const result = spawnSync(
+      go,
+      ['build', ...GO_BUILD_FLAGS, '-o', join(scratch, 'temporal'), 'github.com/temporalio/cli/cmd/temporal'],
+      {
+        env: { ...process.env, GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
+        stdio: ['ignore', 'inherit', 'inherit'],
+        cwd: resolve(projectRoot, 'harness/temporal-binaries'),
+      },
+    );
     if (result.status !== 0) return undefined;
     renameSync(join(scratch, 'temporal'), localCli);
     return localCli;

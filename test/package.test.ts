@@ -1,7 +1,8 @@
 // effect-ledger as a package in another repository: `npm pack`, the tarball installed into a scratch project
-// outside the tree (no tsx there; laid out as npm would, see installTarball), backend code of a few lines that approves effects, the worker run from the
-// package's `effect-ledger-worker` command, a worker the team already runs with effect-ledger as a plugin, and the
-// conformance kit (`effect-ledger-conformance`) on the team's own destination — all against a running test stack.
+// outside the tree (no tsx there; laid out as npm lays it out: installTarball), backend code of a few lines
+// that approves effects, the worker run from the package's `effect-ledger-worker` command, a worker the team
+// already runs with effect-ledger as a plugin, and the conformance kit (`effect-ledger-conformance`) on the
+// team's own destination — all against a running test stack.
 // The scratch project's files are test/consumer/ (one file per concern); its own destination talks to a payments
 // API of this test's own (test/support/payments-api.ts), not our simulator.
 import assert from 'node:assert/strict';
