@@ -64,6 +64,7 @@ interface Options {
   historySample?: number;
   waiting?: number;
   waitingIntervalMs?: number;
+  absenceGraceMs?: number;
   growthEffects?: number;
   growthIntervalMs?: number;
   growthWindowS?: number;
@@ -108,6 +109,11 @@ const opts = new Command('bench')
     int(1000),
   )
   .option(
+    '--absence-grace-ms <ms>',
+    "how long a lost post waits before its first readback (default: the destination's own, 60 s for social-feed)",
+    int(0),
+  )
+  .option(
     '--growth-effects <n>',
     'waiting effects read back fast to measure history growth (default 10; quick 3)',
     int(1),
@@ -139,6 +145,7 @@ const config = {
   historySample: pick(opts.historySample, 20, 5),
   waiting: pick(opts.waiting, 10_000, 200),
   waitingIntervalMs: opts.waitingIntervalMs ?? 600_000,
+  absenceGraceMs: opts.absenceGraceMs,
   rateEffects: pick(opts.rateEffects, 200, 5),
   growthEffects: pick(opts.growthEffects, 10, 3),
   growthIntervalMs: opts.growthIntervalMs ?? 2000,
@@ -537,6 +544,9 @@ async function approvalRate(bench: Bench, phase: string) {
   return { effectsPerSecond: r.effectsPerSecond, latencyMs: r.latencyMs, ended: r.ended };
 }
 
+/** The waiting effects' absence grace, when --absence-grace-ms overrides the destination's. */
+const graceOption = config.absenceGraceMs === undefined ? {} : { absenceGraceMs: config.absenceGraceMs };
+
 async function waitingPhase(bench: Bench) {
   const n = config.waiting;
   const workers = bench.workers.ledgered;
@@ -548,6 +558,7 @@ async function waitingPhase(bench: Bench) {
     db: bench.stack.ledger.db,
     taskQueue: bench.stack.taskQueue,
     readbackIntervalMs: config.waitingIntervalMs,
+    ...graceOption,
   });
   await queueLostPosts(bench, n);
   const started = performance.now();
@@ -567,6 +578,7 @@ async function waitingPhase(bench: Bench) {
     readbackIntervalMs: config.growthIntervalMs,
     // A fixed interval (no backoff) to measure the bytes one readback cycle adds.
     readbackMaxIntervalMs: config.growthIntervalMs,
+    ...graceOption,
     // No continue-as-new inside the window: growth is measured within one run.
     readbacksPerRun: 1_000_000,
   });

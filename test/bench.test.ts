@@ -41,6 +41,8 @@ describe('npm run bench --quick', () => {
       ...['--concurrency-levels', '2', '--worker-counts', '2', '--scaling-effects', '4'],
       ...['--sql-effects', '5', '--history-sample', '3'],
       ...['--waiting', '5', '--growth-effects', '2', '--growth-interval-ms', '1000', '--growth-window-s', '3'],
+      // The lost posts' first readback at once, not after social-feed's 60 s grace (twice: waiting, growth).
+      ...['--absence-grace-ms', '0'],
       ...['--out', out],
     ]);
     assert.equal(code, 0, `bench exited ${code}\n${stdout}\n${stderr.slice(-3000)}`);
