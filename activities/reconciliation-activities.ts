@@ -23,6 +23,7 @@ import { requireHosted } from './destination-hosting.js';
 import { ProviderRateLimitedError } from './destinations/http-read.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
+import { readbackTurns } from './readback-turns.js';
 
 export interface ReadbackTarget {
   effectId: string;
@@ -157,8 +158,16 @@ export function createReconciliationActivities({
       const context = Context.current();
       // Asked before the read begins: what the read can prove depends on when it began, by the ledger's clock.
       const clock = await inFlightClock(db, target.effectId, target.step);
+      // The destination's declared rate holds for its readback requests from every worker together.
+      const turns = readbackTurns(db, destination, adapter.readbackRatePerSecond);
+      await turns.first();
       const read = await adapter
-        .readBack({ ...request, signal: context.cancellationSignal, onPage: () => context.heartbeat() })
+        .readBack({
+          ...request,
+          signal: context.cancellationSignal,
+          onPage: () => context.heartbeat(),
+          beforeRequest: turns.beforeRequest,
+        })
         .catch((error: unknown) => {
           throw rateLimitedRetry(error) ?? error;
         });

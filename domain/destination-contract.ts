@@ -108,10 +108,12 @@ export interface DestinationContract {
    */
   readbackMaxIntervalMs: number;
   /**
-   * Readbacks a second this destination takes, from all workers together (default
+   * Readback requests a second this destination takes, from all workers together (default
    * DEFAULT_READBACK_RATE_PER_SECOND): when a provider comes back from an outage, the readbacks of every effect
-   * waiting on it queue behind this rate (a task queue of their own, rate-limited by the Temporal server), so a
-   * recovering provider is not hammered. One readback makes one to a few requests (a key lookup, then the object).
+   * waiting on it queue behind this rate, so a recovering provider is not hammered. One readback makes one to a
+   * few requests (a key lookup, then the object; a listing's pages): each takes its turn in the ledger
+   * (readback_pace), so the provider never sees more than this in any second. The readbacks' own task queue is
+   * rate-limited by the Temporal server at the same number, which keeps the turns' queue short.
    */
   readbackRatePerSecond?: number;
   /**
@@ -148,6 +150,13 @@ export interface ReadbackRequest {
   signal?: AbortSignal;
   /** Called after each page or lookup: the activity heartbeats, so a hung read is noticed. */
   onPage?: () => void;
+  /**
+   * Awaited before each request a readback makes to the provider (a hand-written adapter calls it too): waits
+   * for the request's turn under the destination's `readbackRatePerSecond`, shared by every worker. An adapter
+   * that never calls it is paced one request per readback. It throws when the destination's turns are taken
+   * for longer than a readback waits: let that through (the readback is retried later; it is never a verdict).
+   */
+  beforeRequest?: () => Promise<void>;
 }
 
 /**

@@ -323,3 +323,20 @@ export const startFailures = pgTable(
     check('start_failure_times_ordered', sql`${t.firstFailedAt} <= ${t.lastFailedAt}`),
   ],
 );
+
+/**
+ * Each destination's next free moment for a readback request, shared by every worker (ledger/readback-pace.ts):
+ * a readback takes a turn here before each request it makes, so the destination sees at most the requests a
+ * second its contract declares (`readbackRatePerSecond`), however many workers read back at once — the day a
+ * provider returns from an outage with thousands of effects waiting on it. Operational state, like
+ * start_failures: one row per destination, moved forward by every turn taken.
+ */
+export const readbackPace = pgTable(
+  'readback_pace',
+  {
+    destination: text('destination').primaryKey(),
+    // The earliest moment the next request may leave; a turn taken now starts at max(this, now).
+    nextAt: timestamp('next_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [check('readback_pace_destination_length', sql`length(${t.destination}) BETWEEN 1 AND 200`)],
+);

@@ -22,6 +22,8 @@ export class ProviderRateLimitedError extends ProviderReadError {
 export interface ReadBounds {
   signal?: AbortSignal;
   onPage?: () => void;
+  /** Waits for the request's turn under the destination's readback rate (ReadbackRequest.beforeRequest). */
+  beforeRequest?: () => Promise<void>;
 }
 
 export async function getJson<T>(
@@ -32,6 +34,7 @@ export async function getJson<T>(
   timeoutMs = 10_000,
 ): Promise<{ status: 200; body: T } | { status: 404 }> {
   let response: Response;
+  await bounds.beforeRequest?.();
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
     response = await fetch(url, {

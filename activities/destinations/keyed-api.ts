@@ -97,9 +97,10 @@ export const keyedApiSpec: HttpDestinationSpec = {
   absenceGraceMs: 5_000,
   // One metadata search every few hours at most while a person is awaited: the key dedupes meanwhile.
   readbackMaxIntervalMs: 4 * 60 * 60 * 1000,
-  // A readback is a key lookup and an object fetch (a metadata search once the key expired): 25 of them a
-  // second stay well under a Stripe-style 100 reads a second, leaving room for the sends.
-  readbackRatePerSecond: 25,
+  // Readback requests: a readback is a key lookup and an object fetch (a metadata search once the key expired),
+  // so 50 requests are 25 readbacks a second, well under a Stripe-style 100 reads a second, leaving room for
+  // the sends.
+  readbackRatePerSecond: 50,
   describe(operation, payload) {
     if (operation === 'refund.create')
       return `refund ${String(payload.amount)} ${String(payload.currency)} on ${String(payload.charge)}`;

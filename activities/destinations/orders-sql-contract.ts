@@ -40,7 +40,7 @@ export const ordersSqlContract: DestinationContract = {
   absenceGraceMs: 5_000,
   // The key dedupes every retry forever; reading back rarely while a person is awaited costs nothing.
   readbackMaxIntervalMs: 4 * 60 * 60 * 1000,
-  // One indexed SELECT by key a readback: the orders database's pool, not its CPU, is what bounds it.
+  // One indexed SELECT by key a readback (its one turn): the orders database's pool, not its CPU, bounds it.
   readbackRatePerSecond: 20,
   buildPackage(effectId, _operation, payload) {
     return {

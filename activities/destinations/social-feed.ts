@@ -56,8 +56,9 @@ export const socialFeedSpec: HttpDestinationSpec = {
   absenceGraceMs: 60_000,
   // A post drops out of the newest-100 listing as others post: read back at least hourly to still see it.
   readbackMaxIntervalMs: 60 * 60 * 1000,
-  // A readback scans up to two listing pages: a few a second is what a social API's read quota allows.
-  readbackRatePerSecond: 5,
+  // Readback requests: a readback scans up to two listing pages, so 10 requests are 5 readbacks a second,
+  // about what a social API's read quota allows.
+  readbackRatePerSecond: 10,
   describe(_operation, payload) {
     // Cut by code points: half a surrogate pair is not text, and the summary goes to the ledger.
     return `post on ${String(payload.channel)}: "${cutText(String(payload.text), 41)}"`;

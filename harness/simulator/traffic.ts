@@ -38,6 +38,21 @@ export interface TrafficReport {
 
 const KEPT_SECONDS = 3600;
 
+/** Where each of the simulator's destinations lives: the keyed API under /v1, the key-less feed under /social. */
+export const SIMULATED_DESTINATION_PATHS: Readonly<Record<string, string>> = {
+  'keyed-api': '/v1/',
+  'social-feed': '/social/',
+};
+
+/** The reads one second saw at a destination's paths (every GET a readback makes: a key, an object, a page). */
+export function readsAt(second: Pick<TrafficSecond, 'readsByPath'>, destination: string): number {
+  const prefix = SIMULATED_DESTINATION_PATHS[destination];
+  if (!prefix) return 0;
+  return Object.entries(second.readsByPath)
+    .filter(([group]) => `${group}/`.startsWith(prefix))
+    .reduce((n, [, reads]) => n + reads, 0);
+}
+
 /** The first two segments of a path (three under /social): `/v1/objects/obj_1` → `/v1/objects`. */
 export function pathGroup(path: string): string {
   const parts = path.split('/').filter(Boolean);

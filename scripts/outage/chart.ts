@@ -1,5 +1,6 @@
 // The outage as an SVG: effects by stage over time (top), and the reads a second the provider saw against its
 // rate limit and the keyed API's declared readback rate (bottom), with the phases shaded. No dependencies.
+import { readsAt } from '../../harness/simulator/traffic.js';
 import type { OutageReport } from './run.js';
 
 const W = 960;
@@ -16,7 +17,7 @@ const COLORS: Record<string, string> = {
   abandoned: '#000000',
   'waiting for a person': '#3070d0',
   reads: '#3070d0',
-  'keyed readbacks': '#d03030',
+  'keyed readback requests': '#d03030',
   limited: '#f0a030',
 };
 
@@ -65,7 +66,7 @@ export function outageChart(report: OutageReport): string {
     top,
   );
 
-  // Panel 2: reads a second at the provider, against its limit and the keyed API's declared readback rate.
+  // Panel 2: reads a second at the provider, against its limit and the keyed API's declared readback rate (requests).
   // The counter lists only seconds with traffic: the silent ones (the outage) are zeros on the chart.
   const seen = new Map(report.traffic.map((s) => [s.at, s]));
   const first = report.traffic[0]?.at ?? 0;
@@ -79,7 +80,7 @@ export function outageChart(report: OutageReport): string {
   const at = (ms: number) => x(ms - began);
   const series2: Array<[string, Array<[number, number]>]> = [
     ['reads', seconds.map((s) => [at(s.at), yReads(s.reads - s.limited)])],
-    ['keyed readbacks', seconds.map((s) => [at(s.at), yReads(s.readsByPath['/v1/idempotency_keys'] ?? 0)])],
+    ['keyed readback requests', seconds.map((s) => [at(s.at), yReads(readsAt(s, 'keyed-api'))])],
     ['limited', seconds.map((s) => [at(s.at), yReads(s.limited)])],
   ];
   for (const [name, points] of series2) parts.push(polyline(points, COLORS[name] ?? '#777'));
@@ -105,11 +106,15 @@ export function outageChart(report: OutageReport): string {
         '#d03030',
         '2 3',
       ),
-      `<text x="${PAD.left + 4}" y="${capY - 4}" font-size="11" fill="#d03030">keyed-api declared readbacks ${keyedRate}/s</text>`,
+      `<text x="${PAD.left + 4}" y="${capY - 4}" font-size="11" fill="#d03030">keyed-api declared readback requests ${keyedRate}/s</text>`,
     );
   }
   parts.push(axis(bottom, PANEL, Math.round(peak), 'requests/s'));
-  legend(parts, ['reads (answered)', 'keyed readbacks', 'limited'], bottom, ['reads', 'keyed readbacks', 'limited']);
+  legend(parts, ['reads (answered)', 'keyed readback requests', 'limited'], bottom, [
+    'reads',
+    'keyed readback requests',
+    'limited',
+  ]);
   parts.push(
     `<text x="${PAD.left}" y="${bottom + PANEL + 24}" font-size="12">seconds: 0 … ${Math.round(end / 1000)}</text>`,
   );

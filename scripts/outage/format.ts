@@ -15,7 +15,9 @@ export function formatOutage(report: OutageReport): string {
     p.peakRssMiB.join(' / '),
     p.meanCpuPercent.join(' / '),
     `${p.meanReadsPerSecond.toFixed(1)} (peak ${p.peakReadsPerSecond})`,
-    String(p.peakKeyedReadbacksPerSecond),
+    Object.entries(p.peakReadsPerSecondByDestination)
+      .map(([d, n]) => `${d} ${n}`)
+      .join(', '),
     String(p.limited),
   ]);
   const header = [
@@ -25,7 +27,7 @@ export function formatOutage(report: OutageReport): string {
     'worker RSS MiB (peak)',
     'worker CPU % (mean)',
     'provider reads/s',
-    'keyed readbacks/s (peak)',
+    'readback requests/s (peak)',
     '429s',
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));

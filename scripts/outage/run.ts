@@ -13,7 +13,7 @@ import { connectTemporalClient } from '../../client/temporal-connection.js';
 import { DEFAULT_READBACK_RATE_PER_SECOND } from '../../domain/destination-contract.js';
 import { type Stack, startStack } from '../../harness/local-stack.js';
 import { postRequest, refundRequest } from '../../harness/sample-requests.js';
-import type { TrafficSecond } from '../../harness/simulator/traffic.js';
+import { readsAt, SIMULATED_DESTINATION_PATHS, type TrafficSecond } from '../../harness/simulator/traffic.js';
 import { clusterOf, TEMPORAL_TARGET_ENV } from '../../harness/temporal-target.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../../stack/orders-db.js';
@@ -70,7 +70,8 @@ export interface PhaseReport {
   peakReadsPerSecond: number;
   meanReadsPerSecond: number;
   /** Key lookups a second: one per readback of the keyed API. */
-  peakKeyedReadbacksPerSecond: number;
+  /** The most reads any second saw at each simulated destination (all its readback requests). */
+  peakReadsPerSecondByDestination: Record<string, number>;
   limited: number;
 }
 
@@ -271,7 +272,9 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
         ),
         peakReadsPerSecond: Math.max(0, ...traffic.map((s) => s.reads)),
         meanReadsPerSecond: reads.length ? reads.reduce((a, b) => a + b, 0) / ((endedMs - startedMs) / 1000) : 0,
-        peakKeyedReadbacksPerSecond: Math.max(0, ...traffic.map((s) => s.readsByPath['/v1/idempotency_keys'] ?? 0)),
+        peakReadsPerSecondByDestination: Object.fromEntries(
+          Object.keys(SIMULATED_DESTINATION_PATHS).map((d) => [d, Math.max(0, ...traffic.map((s) => readsAt(s, d)))]),
+        ),
         limited: traffic.reduce((n, s) => n + s.limited, 0),
       });
       return last;
