@@ -6,6 +6,7 @@
 // activity: it is retried after the turns ahead have gone, before any request has left (a further request of
 // a readback under way waits longer: FURTHER_REQUEST_HORIZON_MS).
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import { DEFAULT_READBACK_RATE_PER_SECOND } from '../domain/destination-contract.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { FURTHER_REQUEST_HORIZON_MS, PACE_HORIZON_MS, takeReadbackTurn } from '../ledger/readback-pace.js';
@@ -30,6 +31,8 @@ export function readbackTurns(
         type: 'ReadbackPaced',
         message: `${destination} takes ${ratePerSecond} readback requests a second and its turns are taken: reading back again in ${turn.retryInMs} ms`,
         nextRetryDelay: turn.retryInMs,
+        // Expected while a storm drains, not a failure: logged at DEBUG, kept out of the failure metrics.
+        category: ApplicationFailureCategory.BENIGN,
       });
     if (turn.waitMs >= 1) {
       const context = Context.current();

@@ -1,6 +1,7 @@
 // Activities of an effect frozen in UNKNOWN: readback (reads only, never writes to the destination),
 // human decisions, and checking a human's evidence against the destination.
 import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
+import { ApplicationFailureCategory } from '@temporalio/common';
 import type { Decision } from '../domain/decisions.js';
 import type {
   DestinationContract,
@@ -55,6 +56,8 @@ function rateLimitedRetry(error: unknown): ApplicationFailure | undefined {
     message: `${(error as Error).message}: reading back again in ${delay} ms`,
     nextRetryDelay: delay,
     cause: error as Error,
+    // A provider asking us to slow down is expected, not a failure: DEBUG, not WARN, and no failure metric.
+    category: ApplicationFailureCategory.BENIGN,
   });
 }
 
