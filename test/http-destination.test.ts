@@ -9,7 +9,9 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { httpAdapter, valueAt } from '../activities/destinations/http-destination.js';
 import { bodySha256Of } from '../activities/destinations/index.js';
 import { keyedApi, keyedApiSpec } from '../activities/destinations/keyed-api.js';
+import { socialFeed } from '../activities/destinations/social-feed.js';
 import type { DestinationAdapter, ReadbackRequest } from '../domain/destination-contract.js';
+import { postRequest } from '../harness/sample-requests.js';
 import { type SimulatorProcess, startSimulator } from '../harness/simulator/client.js';
 import { waitFor } from '../stack/wait-for.js';
 
@@ -133,5 +135,38 @@ describe('the declarative HTTP destination against the simulator', () => {
     } finally {
       redirecting.close();
     }
+  });
+
+  test('a capped listing that shifts between its pages is never read as complete: a post pushed out meanwhile is not "absent"', async () => {
+    const feed = socialFeed(simulator.url);
+    const reference = 'post:H-7';
+    const pkg = feed.buildPackage(reference, 'post.publish', postRequest(reference, 'Shifting feed').payload);
+    const since = new Date(Date.now() - 1000).toISOString();
+    const sent = await feed.send({
+      effectId: reference,
+      idempotencyKey: reference,
+      operation: 'post.publish',
+      package: pkg,
+      timeoutMs: 5000,
+    });
+    assert.equal(sent.class, 'confirmed', JSON.stringify(sent));
+    // Others post 100 times: ours drops out of the newest 100 the listing shows, all of them newer than our attempt.
+    await simulator.crowdSocialFeed(100);
+    let requests = 0;
+    const read = await feed.readBack({
+      effectId: reference,
+      idempotencyKey: reference,
+      package: pkg,
+      bodySha256: bodySha256Of(pkg.body),
+      since,
+      // One more post between the listing's two pages: its window moves, and the second page comes back one short,
+      // with no next page, as if the listing had ended.
+      beforeRequest: async () => {
+        if (++requests === 2) await simulator.crowdSocialFeed(1);
+      },
+    });
+    assert.ok(requests >= 2, 'the readback read two pages');
+    assert.equal(read.outcome, 'inconclusive', JSON.stringify(read));
+    assert.equal(read.coverage, 'partial');
   });
 });

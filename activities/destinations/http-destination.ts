@@ -441,13 +441,23 @@ export function httpAdapter(
     let cursor: string | undefined;
     let scanned = 0;
     let reachedBack = false;
+    let pages = 0;
+    let head: string | undefined;
     const matches: unknown[] = [];
     const foreign: string[] = [];
+    const firstPage = async () => {
+      const url = `${baseUrl}${read.path}`;
+      const listed = await getJson<unknown>(url, request, auth);
+      if (listed.status === 404) throw new ProviderReadError(`GET ${url}: the listing is missing at the provider`);
+      return itemsOf(listed.body, read.items, url);
+    };
     for (let page = 0; page < read.maxPages; page++) {
       const url = cursor ? withParam(`${baseUrl}${read.path}`, read.cursorParam, cursor) : `${baseUrl}${read.path}`;
       const listed = await getJson<unknown>(url, request, auth);
       if (listed.status === 404) throw new ProviderReadError(`GET ${url}: the listing is missing at the provider`);
       const items = itemsOf(listed.body, read.items, url);
+      pages += 1;
+      if (page === 0) head = items[0] === undefined ? undefined : textAt(items[0], idField);
       scanned += items.length;
       matches.push(...items.filter((o) => isExact(o, request)));
       foreign.push(
@@ -457,7 +467,14 @@ export function httpAdapter(
       cursor = textAt(listed.body, read.nextCursor);
       if (matches.length || reachedBack || !cursor) break;
     }
-    const seenAll = reachedBack || (!cursor && (read.listedAtMost === undefined || scanned < read.listedAtMost));
+    let seenAll = reachedBack || (!cursor && (read.listedAtMost === undefined || scanned < read.listedAtMost));
+    // A listing that shows only its newest `listedAtMost` and came up short over several pages may have moved under
+    // us: newer items pushed older ones out of its window between our pages, which looks like its end. It ended only
+    // if its head is still the one the scan began with (items are added at the head).
+    if (seenAll && !reachedBack && read.listedAtMost !== undefined && pages > 1 && !matches.length) {
+      const again = await firstPage();
+      if ((again[0] === undefined ? undefined : textAt(again[0], idField)) !== head) seenAll = false;
+    }
     const verdict = conclude(
       matches,
       foreign,
