@@ -189,7 +189,9 @@ export function createReconciliationActivities({
           coverage: result.coverage,
           externalId: found?.externalId ?? null,
           externalUrl: found?.externalUrl ?? null,
-          detail: result.detail,
+          // When the read began, by the ledger's clock, and what it looked for: what an "absent" can prove, and
+          // what the chaos run's checker holds against the destination's objects (absent_beside_object).
+          detail: { ...result.detail, readBegan: clock.now.toISOString(), reference: request.idempotencyKey },
         },
         found ? stageAfterStepFound(target.lastStep) : 'unknown',
         found && {

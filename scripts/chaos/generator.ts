@@ -23,6 +23,7 @@ import {
   TerminateRun,
   TITLES,
 } from './commands.js';
+import { FeedChurn } from './listing-churn.js';
 import { CrossStepDecisions, type Gap, ResentAcrossRuns, type StepFault, TwoOperators } from './operators.js';
 import { AbandonInFlight, InFlightRetry, type RaceBarrier, RevisionRace } from './races.js';
 import { FillReconcilerPage, NotSentStreak, PoisonEffect, TerminatedInPause } from './reconciler-path.js';
@@ -57,6 +58,7 @@ export const GROUPS = [
   'not-sent-streak',
   'abandon-in-flight',
   'terminated-in-pause',
+  'feed-churn',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 export type Mix = Partial<Record<Group, number>>;
@@ -89,6 +91,7 @@ export const FULL_MIX: Mix = {
   'not-sent-streak': 1,
   'abandon-in-flight': 1,
   'terminated-in-pause': 1,
+  'feed-churn': 1,
 };
 
 /** Mixes aimed at one path each (`npm run chaos -- --mix NAME`; the variants' tests). */
@@ -110,6 +113,7 @@ export const MIXES: Record<string, Mix> = {
           'not-sent-streak',
           'abandon-in-flight',
           'terminated-in-pause',
+          'feed-churn',
         ].includes(g),
     ),
   ),
@@ -127,6 +131,8 @@ export const MIXES: Record<string, Mix> = {
   clock: { 'in-flight-retry': 4, approve: 1 },
   /** An abandon sent while the provider still processes the effect's request. */
   abandon: { 'abandon-in-flight': 3, approve: 1 },
+  /** A post read back by listing while others post many times a second: the listing moves between its pages. */
+  churn: { 'feed-churn': 3, approve: 1 },
   /** Operators resetting runs and the send activity. */
   resets: { reset: 3, approve: 2, fault: 2, decide: 1 },
 };
@@ -320,6 +326,7 @@ export function chaosCommands({
       .map(([kind, ms]) => new AbandonInFlight(kind, ms)),
     poison: fc.integer({ min: 1, max: 2 }).map((n) => new PoisonEffect(n)),
     'page-fill': fc.constant(null).map(() => new FillReconcilerPage(pageFill)),
+    'feed-churn': fc.constant(null).map(() => new FeedChurn()),
     'not-sent-streak': fc
       .tuple(fc.constantFrom<'post' | 'task'>('post', 'task'), fc.integer({ min: 12, max: 30 }))
       .map(([kind, n]) => new NotSentStreak(kind, n)),

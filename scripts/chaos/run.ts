@@ -222,6 +222,32 @@ async function storyOf(stack: ChaosStack, real: Real, effectId: string, objects:
 }
 
 /**
+ * A readback that called an object absent over complete coverage while the object was already there: the read
+ * began (the ledger's clock, in the evidence) after the object was created (the destination's clock, the same
+ * machine's; a second's allowance). Such an "absent" is what a same-key retry without a person rests on, and what
+ * a person reads before approving one.
+ */
+async function falseAbsences(stack: ChaosStack, prefix: string, objects: DestinationObject[]): Promise<Violation[]> {
+  const absences = await stack.ledger.sql<{ effectId: string; reference: string | null; readBegan: string | null }[]>`
+    SELECT effect_id AS "effectId", detail->>'reference' AS reference, detail->>'readBegan' AS "readBegan"
+      FROM provider_evidence
+     WHERE effect_id LIKE ${`${prefix}-%`} AND kind = 'readback' AND outcome = 'absent' AND coverage = 'complete'`;
+  const found: Violation[] = [];
+  for (const absence of absences) {
+    if (!absence.reference || !absence.readBegan) continue;
+    const began = Date.parse(absence.readBegan);
+    const there = objects.filter((o) => o.effectId === absence.reference && Date.parse(o.createdAt) < began - 1000);
+    if (there.length)
+      found.push({
+        kind: 'absent_beside_object',
+        effectId: absence.effectId,
+        detail: `a readback begun at ${absence.readBegan} called ${absence.reference} absent over complete coverage; ${there.map((o) => `${o.id} was created at ${o.createdAt}`).join(', ')}`,
+      });
+  }
+  return found;
+}
+
+/**
  * Revised and multi-step effects, checked from the destinations' own records beside the audit: each step of
  * an effect has at most one object (whatever revision made it); a step with a fact has exactly one, carrying
  * the key and body of that step's latest release (a revised effect's object is the latest revision's).
@@ -366,6 +392,7 @@ export async function verify(
     revisions += row.revisions;
   }
   violations.push(...(await revisionChecks(stack, prefix, objects.flat())));
+  violations.push(...(await falseAbsences(stack, prefix, objects.flat())));
   // Every run's history of every effect: decisions re-sent across runs, the skewed worker's share.
   const histories = new Map<string, RunHistory[]>();
   const ids = (
