@@ -445,26 +445,25 @@ export function httpAdapter(
     let head: string | undefined;
     const matches: unknown[] = [];
     const foreign: string[] = [];
-    const firstPage = async () => {
-      const url = `${baseUrl}${read.path}`;
+    /** One page of the listing (the first without a cursor): its items and the cursor to the next. */
+    const listPage = async (after?: string) => {
+      const url = after ? withParam(`${baseUrl}${read.path}`, read.cursorParam, after) : `${baseUrl}${read.path}`;
       const listed = await getJson<unknown>(url, request, auth);
       if (listed.status === 404) throw new ProviderReadError(`GET ${url}: the listing is missing at the provider`);
-      return itemsOf(listed.body, read.items, url);
+      return { items: itemsOf(listed.body, read.items, url), next: textAt(listed.body, read.nextCursor) };
     };
+    const headOf = (items: unknown[]) => (items[0] === undefined ? undefined : textAt(items[0], idField));
     for (let page = 0; page < read.maxPages; page++) {
-      const url = cursor ? withParam(`${baseUrl}${read.path}`, read.cursorParam, cursor) : `${baseUrl}${read.path}`;
-      const listed = await getJson<unknown>(url, request, auth);
-      if (listed.status === 404) throw new ProviderReadError(`GET ${url}: the listing is missing at the provider`);
-      const items = itemsOf(listed.body, read.items, url);
+      const { items, next } = await listPage(cursor);
       pages += 1;
-      if (page === 0) head = items[0] === undefined ? undefined : textAt(items[0], idField);
+      if (page === 0) head = headOf(items);
       scanned += items.length;
       matches.push(...items.filter((o) => isExact(o, request)));
       foreign.push(
         ...items.filter((o) => isOurs(o, request) && !isExact(o, request)).map((o) => textAt(o, idField) ?? ''),
       );
       if (items.some((o) => Date.parse(createdAt(o)) < since)) reachedBack = true;
-      cursor = textAt(listed.body, read.nextCursor);
+      cursor = next;
       if (matches.length || reachedBack || !cursor) break;
     }
     let seenAll = reachedBack || (!cursor && (read.listedAtMost === undefined || scanned < read.listedAtMost));
@@ -472,8 +471,7 @@ export function httpAdapter(
     // us: newer items pushed older ones out of its window between our pages, which looks like its end. It ended only
     // if its head is still the one the scan began with (items are added at the head).
     if (seenAll && !reachedBack && read.listedAtMost !== undefined && pages > 1 && !matches.length) {
-      const again = await firstPage();
-      if ((again[0] === undefined ? undefined : textAt(again[0], idField)) !== head) seenAll = false;
+      if (headOf((await listPage()).items) !== head) seenAll = false;
     }
     const verdict = conclude(
       matches,

@@ -142,6 +142,15 @@ export const CHAOS_FAULT_KINDS = FAULT_KINDS.filter((k) => k !== 'status_422_bef
 
 export const TITLES = ['Prepare preview', 'Quarterly report', 'Prepare preview', 'Launch post'];
 
+/** The run's next effect: its number, ID and request, put in the model (approved unless `extra` says otherwise). */
+export function newEffect(m: Model, r: Real, kind: EffectKind, title: string, extra: Partial<ModelEffect> = {}) {
+  const n = m.next++;
+  const effectId = `${r.prefix}-${n}`;
+  const request = buildRequest(effectId, kind, n, title);
+  m.effects.push({ effectId, kind, request, origin: 'approved', ...extra });
+  return { n, effectId, request };
+}
+
 export function buildRequest(effectId: string, kind: EffectKind, n: number, title: string): Record<string, unknown> {
   const common = { effectId, approvedBy: 'chaos@example.com', authorizationRef: 'CHAOS-RUN' };
   switch (kind) {
@@ -296,10 +305,7 @@ export class Approve extends Step {
     return m.effects.length < m.limits.effects;
   }
   async run(m: Model, r: Real) {
-    const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
-    const request = buildRequest(effectId, this.kind, n, this.title);
-    m.effects.push({ effectId, kind: this.kind, request, origin: 'approved' });
+    const { n, effectId, request } = newEffect(m, r, this.kind, this.title);
     bump(r, 'approvals');
     if (this.copies > 1) bump(r, 'concurrent duplicate deliveries', this.copies - 1);
     // All copies at the same moment: exactly one registers it, the others join it.

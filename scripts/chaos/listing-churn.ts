@@ -4,7 +4,7 @@
 // after the first) sees a window that moved. The readback must never call that the listing's end: the checker
 // holds every "absent" over complete coverage against the objects already there (run.ts, absent_beside_object).
 // Once the feed is quiet, a person who finds the post on the feed confirms it, as readback no longer can.
-import { buildRequest, bump, type Model, mayUse, type Real, Step, use } from './commands.js';
+import { bump, type Model, mayUse, newEffect, type Real, Step, use } from './commands.js';
 import { lookAt, OPERATOR, onDashboard, sendDecision } from './operator.js';
 import { until } from './operators.js';
 
@@ -20,10 +20,7 @@ export class FeedChurn extends Step {
   }
   async run(m: Model, r: Real) {
     use(m, 'feed-churn');
-    const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
-    const request = buildRequest(effectId, 'post', n, 'Launch post');
-    m.effects.push({ effectId, kind: 'post', request, origin: 'approved' });
+    const { effectId, request } = newEffect(m, r, 'post', 'Launch post');
     bump(r, 'posts read back while the feed churned');
     await r.stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: HOLD_MS });
     // A short grace: readbacks that may say "absent" come within the churn.

@@ -13,6 +13,7 @@ import {
   type ModelEffect,
   mayUse,
   NetFault,
+  newEffect,
   pick,
   type Real,
   Step,
@@ -307,10 +308,7 @@ export class ResentAcrossRuns extends Step {
   }
   async run(m: Model, r: Real) {
     use(m, 'resent');
-    const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
-    const request = buildRequest(effectId, 'post', n, 'Launch post');
-    m.effects.push({ effectId, kind: 'post', request, origin: 'approved', shortRuns: true });
+    const { effectId, request } = newEffect(m, r, 'post', 'Launch post', { shortRuns: true });
     bump(r, 'approvals');
     // The first send and the approved retry both fail before anything is stored.
     await r.stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts', count: 2 });

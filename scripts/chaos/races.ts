@@ -15,6 +15,7 @@ import {
   type Model,
   type ModelEffect,
   mayUse,
+  newEffect,
   type Real,
   Step,
   submitRevision,
@@ -130,10 +131,7 @@ export class InFlightRetry extends Step {
   }
   async run(m: Model, r: Real) {
     use(m, 'in-flight-retry');
-    const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
-    const request = buildRequest(effectId, 'post', n, 'Launch post');
-    m.effects.push({ effectId, kind: 'post', request, origin: 'approved' });
+    const { effectId, request } = newEffect(m, r, 'post', 'Launch post');
     bump(r, 'approvals');
     bump(r, 'retries approved while a post may be in flight');
     const windowMs = r.stack.options.callTimeoutMs + (r.stack.options.shortGraceMs ?? SHORT_GRACE_MS);
@@ -166,10 +164,7 @@ export class AbandonInFlight extends Step {
   }
   async run(m: Model, r: Real) {
     use(m, 'abandon-in-flight');
-    const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
-    const request = buildRequest(effectId, this.kind, n, 'Held refund');
-    m.effects.push({ effectId, kind: this.kind, request, origin: 'approved' });
+    const { effectId, request } = newEffect(m, r, this.kind, 'Held refund');
     bump(r, 'approvals');
     bump(r, 'abandons sent while the request is in flight');
     await r.stack.simulator.fault('delay_before_commit', {

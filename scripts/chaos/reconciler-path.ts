@@ -9,6 +9,7 @@ import {
   type Model,
   type ModelEffect,
   mayUse,
+  newEffect,
   type Real,
   Step,
   use,
@@ -81,10 +82,7 @@ export class FillReconcilerPage extends Step {
     await r.stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts', count: this.count });
     const parked: Promise<unknown>[] = [];
     for (let i = 0; i < this.count; i++) {
-      const n = m.next++;
-      const effectId = `${r.prefix}-${n}`;
-      const request = buildRequest(effectId, 'post', n, 'Launch post');
-      m.effects.push({ effectId, kind: 'post', request, origin: 'approved' });
+      const { effectId, request } = newEffect(m, r, 'post', 'Launch post');
       parked.push(
         // Short grace (a person is asked soon), but whole runs: a parked effect waits without handing over.
         r.stack.effectsShortGrace.approve(request).catch((error: Error) => {
@@ -120,10 +118,7 @@ export class NotSentStreak extends Step {
   }
   async run(m: Model, r: Real) {
     use(m, 'not-sent-streak');
-    const n = m.next++;
-    const effectId = `${r.prefix}-${n}`;
-    const request = buildRequest(effectId, this.kind, n, 'Quarterly report');
-    m.effects.push({ effectId, kind: this.kind, request, origin: 'approved', shortRuns: true });
+    const { effectId, request } = newEffect(m, r, this.kind, 'Quarterly report', { shortRuns: true });
     bump(r, 'approvals');
     bump(r, 'not-sent streaks (429 until the server suggests continue-as-new)');
     const path = this.kind === 'post' ? '/social/v1/posts' : '/v1/objects';

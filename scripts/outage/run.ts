@@ -69,7 +69,6 @@ export interface PhaseReport {
   /** Reads a second the provider saw (all its GETs), and 429s it answered. */
   peakReadsPerSecond: number;
   meanReadsPerSecond: number;
-  /** Key lookups a second: one per readback of the keyed API. */
   /** The most reads any second saw at each simulated destination (all its readback requests). */
   peakReadsPerSecondByDestination: Record<string, number>;
   limited: number;
