@@ -13,6 +13,12 @@ import type { LedgerDb } from './db.js';
 export const PACE_MARGIN = 0.05;
 
 /**
+ * How late a request may leave after its turn's moment and still keep that promise (the margin, 50 ms in any
+ * second, less room for the network): a request that would leave later takes another turn, leaving its own empty.
+ */
+export const PACE_LATE_MS = 40;
+
+/**
  * The most a readback's first request waits for its turn; a turn further out is not taken (the readback comes
  * back later, having sent nothing).
  */
