@@ -4,7 +4,9 @@
 // — the declarative HTTP adapter and the email adapter do, on every GET. A destination whose turns are taken
 // beyond the horizon (a provider just back from an outage, thousands waiting) is not waited for in the
 // activity: it is retried after the turns ahead have gone, before any request has left (a further request of
-// a readback under way waits longer: FURTHER_REQUEST_HORIZON_MS).
+// a readback under way waits longer: FURTHER_REQUEST_HORIZON_MS). A worker that leaves late (its ledger answers
+// slowly, its event loop stalls) reserves longer turns for itself, so it neither crowds the next request nor
+// gives its turns up forever.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
 import { DEFAULT_READBACK_RATE_PER_SECOND } from '../domain/destination-contract.js';
@@ -23,6 +25,18 @@ export interface ReadbackTurns {
   beforeRequest(): Promise<void>;
 }
 
+/**
+ * How late this process's last request would have left after its turn's moment: the lateness of a process (a
+ * loaded machine, a far ledger) lasts, so its next turn reserves for it. Each measurement replaces the last, so a
+ * stall that has passed costs one longer turn, not a lasting slowdown.
+ */
+let lastLateMs = 0;
+
+/** What a turn reserves beyond PACE_LATE_MS: half as much again as the last lateness, to absorb its jitter. */
+function reserveMs(): number {
+  return Math.max(0, Math.ceil(lastLateMs * 1.5) - PACE_LATE_MS);
+}
+
 export function readbackTurns(
   db: LedgerDb,
   destination: string,
@@ -31,8 +45,9 @@ export function readbackTurns(
   let prepaid = false;
   const take = async (horizonMs: number) => {
     for (;;) {
+      const reserved = reserveMs();
       const asked = performance.now();
-      const turn = await takeReadbackTurn(db, destination, ratePerSecond, horizonMs);
+      const turn = await takeReadbackTurn(db, destination, ratePerSecond, horizonMs, reserved);
       if (!turn.taken)
         throw ApplicationFailure.create({
           type: 'ReadbackPaced',
@@ -48,10 +63,11 @@ export function readbackTurns(
         await context.sleep(turn.waitMs);
       }
       // How late the request would leave, by this process's own durations (no clock compared): at most the answer's
-      // whole round trip plus the sleep's overrun. A loaded machine (a stalled event loop) makes it late, and a late
-      // request could leave on the heels of the next turn's: it takes another turn instead.
+      // whole round trip plus the sleep's overrun. Later than its turn reserved for, it could leave on the heels of
+      // the next turn's: it takes another, which reserves for the lateness just seen.
       const late = answered - asked + (performance.now() - answered - Math.max(0, turn.waitMs));
-      if (late <= PACE_LATE_MS) return;
+      lastLateMs = late;
+      if (late <= PACE_LATE_MS + reserved) return;
     }
   };
   return {

@@ -14,7 +14,8 @@ export const PACE_MARGIN = 0.05;
 
 /**
  * How late a request may leave after its turn's moment and still keep that promise (the margin, 50 ms in any
- * second, less room for the network): a request that would leave later takes another turn, leaving its own empty.
+ * second, less room for the network), beyond what its turn reserved: a request that would leave later takes
+ * another turn, leaving its own empty.
  */
 export const PACE_LATE_MS = 40;
 
@@ -42,14 +43,19 @@ export function paceIntervalMs(ratePerSecond: number): number {
   return (1000 / ratePerSecond) * (1 + PACE_MARGIN);
 }
 
-/** Takes the next turn for one request to the destination, unless its turns are taken beyond the horizon. */
+/**
+ * Takes the next turn for one request to the destination, unless its turns are taken beyond the horizon.
+ * `reserveMs` lengthens this turn alone: a worker that expects to leave that much later than PACE_LATE_MS allows
+ * (its ledger answers slowly, its event loop stalls) takes a longer turn instead of leaving on the next one's heels.
+ */
 export async function takeReadbackTurn(
   db: LedgerDb,
   destination: string,
   ratePerSecond: number,
   horizonMs = PACE_HORIZON_MS,
+  reserveMs = 0,
 ): Promise<ReadbackTurn> {
-  const step = sql`${paceIntervalMs(ratePerSecond)} * interval '1 millisecond'`;
+  const step = sql`${paceIntervalMs(ratePerSecond) + Math.max(0, reserveMs)} * interval '1 millisecond'`;
   // A turn starts at max(next_at, now); next_at moves one step past it. The WHERE leaves a row whose next_at
   // is beyond the horizon alone, and then nothing is returned.
   const [turn] = await db.execute<{ wait_ms: number; starts_at: string }>(sql`
