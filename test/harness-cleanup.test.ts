@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { test } from 'node:test';
@@ -167,3 +169,36 @@ test(
       }
     }),
 );
+
+test('a stopped test run (Ctrl-C, a cancelled CI job) stops the files it is running', {
+  timeout: 120_000,
+}, async () => {
+  const pidFile = join(mkdtempSync(join(tmpdir(), 'el-endless-')), 'pid');
+  // Not as a child of this test run (NODE_TEST_CONTEXT would make it report to us instead of running its files).
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const runner = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/test-runner/run.ts', 'test/support/endless-file.ts'],
+    {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      stdio: 'ignore',
+      env: { ...env, EL_ENDLESS_PID_FILE: pidFile },
+    },
+  );
+  const exited = new Promise((resolve) => runner.once('exit', resolve));
+  let file = 0;
+  try {
+    file = await waitFor(
+      async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) || undefined : undefined),
+      'the endless file to start',
+      60_000,
+    );
+    runner.kill('SIGTERM');
+    await within(exited, 'the runner to exit on SIGTERM', 30_000);
+    // Before the runner passed its stop on, the file's process ran on, its runner gone.
+    await waitFor(async () => !running(file), 'the endless file to stop with its runner', 30_000);
+  } finally {
+    runner.kill('SIGKILL');
+    if (file && running(file)) process.kill(file, 'SIGKILL');
+  }
+});

@@ -7,7 +7,7 @@
 //   node --import tsx --import ./scripts/test-runner/file-usage.mjs scripts/test-runner/run.ts [options] [files…]
 // No files: every file of the main suite (files.ts). Options: --concurrency <n> (or EL_TEST_CONCURRENCY),
 // --timeout <ms> per file, --test-name-pattern <regex> (repeatable; as `node --test` takes it).
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { Transform } from 'node:stream';
@@ -119,6 +119,14 @@ function watchConnections(): { stop(): Promise<{ peak: number; ours: number; max
   };
 }
 
+/** Our own child processes (the files'), from /proc. */
+function childrenOfUs(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => parentPid(pid) === process.pid);
+}
+
 interface TestEvent {
   type: string;
   data: {
@@ -181,6 +189,22 @@ const observe = new Transform({
 if (process.env.EFFECT_LEDGER_TEMPORAL_TARGET !== 'cluster') locateTemporalCli();
 process.stderr.write(`running ${files.length} test file(s), ${Math.min(concurrency, files.length)} at a time\n`);
 const connections = watchConnections();
+// Stopped (Ctrl-C, a cancelled CI job): the signal goes on to every file's process, whose reapers stop what each
+// started; otherwise the files would run on with nobody reading them (run()'s own abort signal does not reach
+// them on Node 20).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const pid of childrenOfUs()) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    rmSync(usageDir, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
 const stream = run({
   files: files.map((file) => resolve(projectRoot, file)),
   concurrency,
