@@ -23,8 +23,17 @@ const opts = new Command('outage')
   .option('--workers <n>', 'worker processes', int, 3)
   .option('--concurrency <n>', 'approvals in flight at once', int, 8)
   .option('--cache <n>', "each worker's sticky cache (maxCachedWorkflows)", int)
+  .option('--phase-limit-s <s>', 'the longest a phase (park, recover) may take before the run moves on', int, 1800)
   .parse()
-  .opts<{ effects: number; holdS: number; rate: number; workers: number; concurrency: number; cache?: number }>();
+  .opts<{
+    effects: number;
+    holdS: number;
+    rate: number;
+    workers: number;
+    concurrency: number;
+    cache?: number;
+    phaseLimitS: number;
+  }>();
 
 const bar = new SingleBar({
   format: '{phase} [{bar}] {value}/{total} {what} | RSS {rss} MiB | {elapsed}s',
@@ -40,6 +49,7 @@ const report = await runOutage({
   providerRatePerSecond: opts.rate,
   workers: opts.workers,
   approvalConcurrency: opts.concurrency,
+  phaseTimeoutMs: opts.phaseLimitS * 1000,
   ...(opts.cache ? { maxCachedWorkflows: opts.cache } : {}),
   log: (line) => {
     if (barStarted) bar.stop();
