@@ -23,7 +23,7 @@ import { loadTemporalConfig } from '../workers/config.js';
 import { createEffectWorker } from '../workers/effect-worker.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
-import { loadWorkflowBundle } from './workflow-bundle.js';
+import { loadWorkflowBundle, stackDeployment } from './workflow-bundle.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -146,6 +146,9 @@ export async function startStack({
       namespace: config.namespace,
       taskQueue,
       workflowBundle,
+      // The stack's build is its workflow code; it routes new effects as soon as it polls.
+      deployment: stackDeployment(workflowBundle.code),
+      becomeCurrent: true,
       db: ledger.db,
       destinations: (options.adapters ?? createDestinations)({
         ...options.destinations,

@@ -57,6 +57,12 @@ export async function ensureSearchAttributes(
   return missing.map(([name]) => name);
 }
 
+/**
+ * Task priority (first readbacks before repeat ones) needs the server's new task matcher: on by default from server
+ * 1.31, behind this setting on 1.29–1.30 (the CLI v1.5.1's dev server is 1.29.1).
+ */
+const DYNAMIC_CONFIG = ['--dynamic-config-value', 'matching.useNewMatcher=true'];
+
 /** Core gives a dev server 5 s to answer; on a loaded machine (files start theirs side by side) it may not. */
 const NOT_STARTED = /ephemeral server at [\d.]+:(\d+) did not start within/;
 
@@ -86,7 +92,7 @@ async function startDevServerOnce(options: DevServerOptions): Promise<TestWorkfl
       uiPort: options.uiPort,
       dbFilename: options.dbFilename,
       log: { format: 'pretty', level: config.devServer.logLevel },
-      extraArgs: [...searchAttributeArgs(config), ...(options.extraArgs ?? [])],
+      extraArgs: [...searchAttributeArgs(config), ...DYNAMIC_CONFIG, ...(options.extraArgs ?? [])],
     },
   });
   const port = env.address.split(':').pop() ?? '';
