@@ -94,22 +94,45 @@ export async function requireVersioningServer(service: WorkflowService, namespac
   }
 }
 
+interface DeploymentRouting {
+  current?: DeploymentVersion;
+  /** The version whose workers the server met most recently. */
+  latest?: DeploymentVersion;
+}
+
+const versionOf = (v: { buildId?: string | null; deploymentName?: string | null } | null | undefined) =>
+  v?.buildId && v.deploymentName ? { deploymentName: v.deploymentName, buildId: v.buildId } : undefined;
+
+/**
+ * Where a deployment routes new runs now, from the deployments list (asking for one that does not exist yet would
+ * be an error the server logs; listing is not).
+ */
+async function routingOf(
+  service: WorkflowService,
+  namespace: string,
+  deploymentName: string,
+): Promise<DeploymentRouting> {
+  let nextPageToken: Uint8Array | undefined;
+  do {
+    const page = await service.listWorkerDeployments({ namespace, pageSize: 100, nextPageToken });
+    const found = page.workerDeployments?.find((d) => d.name === deploymentName);
+    if (found)
+      return {
+        current: versionOf(found.routingConfig?.currentDeploymentVersion),
+        latest: versionOf(found.latestVersionSummary?.deploymentVersion),
+      };
+    nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
+  } while (nextPageToken);
+  return {};
+}
+
 /** The version a deployment routes new runs to now, or undefined (none yet, or the deployment does not exist). */
 export async function currentVersion(
   service: WorkflowService,
   namespace: string,
   deploymentName: string,
 ): Promise<DeploymentVersion | undefined> {
-  try {
-    const { workerDeploymentInfo } = await service.describeWorkerDeployment({ namespace, deploymentName });
-    const current = workerDeploymentInfo?.routingConfig?.currentDeploymentVersion;
-    return current?.buildId && current.deploymentName
-      ? { deploymentName: current.deploymentName, buildId: current.buildId }
-      : undefined;
-  } catch (error) {
-    if (grpcCode(error) === GrpcStatus.NOT_FOUND) return undefined;
-    throw error;
-  }
+  return (await routingOf(service, namespace, deploymentName)).current;
 }
 
 /**
@@ -123,27 +146,30 @@ export async function becomeCurrentVersion(
   version: DeploymentVersion,
   { identity = 'effect-ledger', signal }: { identity?: string; signal?: AbortSignal } = {},
 ): Promise<void> {
-  for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
-    const current = await currentVersion(service, namespace, version.deploymentName);
+  for (let wait = 50, tries = 0; ; wait = Math.min(wait * 2, 1000), tries++) {
+    const { current, latest } = await routingOf(service, namespace, version.deploymentName);
     if (current?.buildId === version.buildId) return;
-    try {
-      await service.setWorkerDeploymentCurrentVersion({
-        namespace,
-        deploymentName: version.deploymentName,
-        buildId: version.buildId,
-        identity,
-        // A version's task queues are those its workers poll; the readback queues of a destination this build no
-        // longer hosts are not a reason to keep the old version current.
-        ignoreMissingTaskQueues: true,
-      });
-      return;
-    } catch (error) {
-      // Not yet known to the server (its pollers have not reached it), or another worker of the same build is
-      // setting it at the same moment: ask again.
-      const code = grpcCode(error);
-      if (code !== GrpcStatus.NOT_FOUND && code !== GrpcStatus.FAILED_PRECONDITION && code !== GrpcStatus.ABORTED)
-        throw error;
-    }
+    // Until the server has met this build's pollers, asking would only be refused (and logged by the server).
+    const known = latest?.buildId === version.buildId || tries >= 10;
+    if (known)
+      try {
+        await service.setWorkerDeploymentCurrentVersion({
+          namespace,
+          deploymentName: version.deploymentName,
+          buildId: version.buildId,
+          identity,
+          // A version's task queues are those its workers poll; the readback queues of a destination this build no
+          // longer hosts are not a reason to keep the old version current.
+          ignoreMissingTaskQueues: true,
+        });
+        return;
+      } catch (error) {
+        // Not yet known to the server (its pollers have not reached it), or another worker of the same build is
+        // setting it at the same moment: ask again.
+        const code = grpcCode(error);
+        if (code !== GrpcStatus.NOT_FOUND && code !== GrpcStatus.FAILED_PRECONDITION && code !== GrpcStatus.ABORTED)
+          throw error;
+      }
     if (signal?.aborted) throw signal.reason;
     await new Promise((resolve) => setTimeout(resolve, wait));
   }

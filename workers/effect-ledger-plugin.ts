@@ -128,7 +128,8 @@ interface ConfiguredWorker {
   versioning: NonNullable<WorkerOptions['workerDeploymentOptions']>;
   namespace: string;
   connection: NativeConnection | undefined;
-  readBack: ReturnType<typeof createActivities>['readBack'];
+  /** What the destinations' readback queues run: the one-off readback (workflow v6) and the looks (v7). */
+  readbacks: Pick<ReturnType<typeof createActivities>, 'readBack' | 'watchForObject'>;
 }
 
 export class EffectLedgerPlugin extends SimplePlugin {
@@ -185,7 +186,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
       versioning,
       namespace,
       connection: options.connection,
-      readBack: activities.readBack,
+      readbacks: { readBack: activities.readBack, watchForObject: activities.watchForObject },
     });
     const ours: Record<string, unknown> = {
       ...activities,
@@ -313,7 +314,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
           namespace: configured.namespace,
           taskQueue: readbackTaskQueue(worker.options.taskQueue, name),
           identity: `${worker.options.identity} readback ${name}`,
-          activities: { readBack: configured.readBack },
+          activities: configured.readbacks,
           // Part of the same deployment version: a pinned effect's readbacks run the code of its own build.
           workerDeploymentOptions: configured.versioning,
           maxTaskQueueActivitiesPerSecond: adapter.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND,
