@@ -120,6 +120,8 @@ export interface EffectLedgerPluginOptions {
  */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
+const readbackRate = (adapter: DestinationAdapter) => adapter.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND;
+
 /** The plugin's name, as Temporal reports it. */
 export const EFFECT_LEDGER_PLUGIN = 'effect-ledger';
 
@@ -317,7 +319,11 @@ export class EffectLedgerPlugin extends SimplePlugin {
           activities: configured.readbacks,
           // Part of the same deployment version: a pinned effect's readbacks run the code of its own build.
           workerDeploymentOptions: configured.versioning,
-          maxTaskQueueActivitiesPerSecond: adapter.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND,
+          maxTaskQueueActivitiesPerSecond: readbackRate(adapter),
+          // Half a second of the rate in hand at once: the rest wait in the server's queue, where the first look at
+          // an effect goes ahead of repeat looks (task priority). Taken sooner, they would queue for their turns in
+          // the ledger (readback_pace), first come first served, and a newcomer would wait behind them.
+          maxConcurrentActivityTaskExecutions: Math.max(2, Math.ceil(readbackRate(adapter) / 2)),
           shutdownGraceTime: worker.options.shutdownGraceTime,
         }),
       ),
