@@ -21,6 +21,7 @@ import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@
 import { SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
 import { builtInContracts } from '../activities/destinations/built-in-contracts.js';
+import { closeTemporalClient } from '../client/connection-close.js';
 import { DESTINATIONS_ENV, DestinationModuleError, loadDestinations } from '../client/destination-modules.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { validateEffectRequest } from '../client/effect-request.js';
@@ -83,7 +84,9 @@ async function openSession(): Promise<Session> {
     client,
     ledger,
     async close() {
-      await Promise.allSettled([client.connection.close(), ledger.close()]);
+      // Temporal first (connection-close.ts): a call it cancels may still read the ledger.
+      await closeTemporalClient(client).catch(() => {});
+      await ledger.close();
     },
   };
 }

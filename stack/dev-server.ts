@@ -7,6 +7,7 @@ import { dirname, resolve } from 'node:path';
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { closeGatePlugin, settleTemporalCalls } from '../client/connection-close.js';
 import { loadTemporalConfig, projectRoot, searchAttributeArgs, type TemporalConfig } from '../workers/config.js';
 import { childProcessesMatching, reapWithUs } from './reaper.js';
 import { locateTemporalCli } from './temporal-cli.js';
@@ -94,11 +95,26 @@ async function startDevServerOnce(options: DevServerOptions): Promise<TestWorkfl
       log: { format: 'pretty', level: config.devServer.logLevel },
       extraArgs: [...searchAttributeArgs(config), ...DYNAMIC_CONFIG, ...(options.extraArgs ?? [])],
     },
+    plugins: [closeGatePlugin],
   });
+  settleCallsOnTeardown(env);
   const port = env.address.split(':').pop() ?? '';
   for (const pid of childProcessesMatching('start-dev', `--port ${port}`)) reapWithUs(pid);
   await ensureSearchAttributes(env.connection, config);
   return env;
+}
+
+/**
+ * The SDK's teardown closes the environment's connection as it is: calls still retrying on it (Temporal
+ * already down, say) are settled first, so none retries on the closed channel (client/connection-close.ts).
+ * The connection must carry the gate: `plugins: [closeGatePlugin]` where the environment is made.
+ */
+export function settleCallsOnTeardown(env: TestWorkflowEnvironment): void {
+  const teardown = env.teardown.bind(env);
+  env.teardown = async () => {
+    await settleTemporalCalls(env.connection);
+    await teardown();
+  };
 }
 
 /** The dev server the demo leaves running: temporal.yaml's ports and database file. */

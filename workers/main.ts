@@ -21,6 +21,7 @@
 // A thin user of the worker plugin (effect-ledger-plugin.ts), which also keeps the ledger reconciler's
 // schedule and local pass beside the worker. docs/deploy.md, docs/your-own-destination.md.
 import { type LogLevel, Worker } from '@temporalio/worker';
+import { closeTemporalClient } from '../client/connection-close.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { connectTemporalClient, describeTarget, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
@@ -104,6 +105,6 @@ try {
   // Worker.run() stops gracefully on SIGINT/SIGTERM (the SDK installs those handlers).
   await worker.run();
 } finally {
-  await Promise.allSettled([connection.close(), client.connection.close()]);
+  await Promise.allSettled([connection.close(), closeTemporalClient(client)]);
   await ledger.close();
 }

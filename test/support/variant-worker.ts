@@ -11,6 +11,7 @@
 import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
 import { createDestinations } from '../../activities/destinations/registry.js';
+import { closeTemporalClient } from '../../client/connection-close.js';
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import { connectTemporalClient, resolveTemporalTarget } from '../../client/temporal-connection.js';
 import type { DestinationAdapter, ReadbackResult } from '../../domain/destination-contract.js';
@@ -168,6 +169,6 @@ try {
   await worker.run();
   if (pass) clearInterval(pass);
 } finally {
-  await Promise.allSettled([connection.close(), client?.connection.close()]);
+  await Promise.allSettled([connection.close(), client && closeTemporalClient(client)]);
   await ledger.close();
 }
