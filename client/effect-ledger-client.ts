@@ -31,11 +31,11 @@ import {
 import {
   type DecideResponse,
   decideUpdate,
-  lookNowSignal,
   EFFECT_WORKFLOW_TYPE,
   type EffectInput,
   type EffectResult,
   type EffectStatus,
+  lookNowSignal,
   revisionReleasedSignal,
   type StepInput,
   statusQuery,

@@ -77,7 +77,8 @@ describe('bulk decisions', () => {
       plan,
     ]);
     assert.equal(dry.code, 0, dry.stderr);
-    for (const id of ids) assert.match(dry.stdout, new RegExp(`approve-retry ${id} \\(bound to step main, revision 1, attempt 1\\)`));
+    for (const id of ids)
+      assert.match(dry.stdout, new RegExp(`approve-retry ${id} \\(bound to step main, revision 1, attempt 1\\)`));
     assert.match(dry.stdout, /dry run: nothing sent/);
     for (const id of ids) assert.equal((await decisionsOf(id)).length, 0, 'the dry run decided nothing');
 

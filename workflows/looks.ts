@@ -74,7 +74,6 @@ export async function watchForChange(
   await condition(
     () => seen !== undefined || failed !== undefined || run.decisions.length > 0 || run.lookNowAsked || run.longWait(),
   );
-  const why: WatchEnd['kind'] = run.decisions.length > 0 ? 'decision' : run.lookNowAsked ? 'look-now' : 'hand-over';
   const cancelled = seen === undefined && failed === undefined;
   if (cancelled) {
     scope.cancel();
