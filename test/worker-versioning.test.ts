@@ -97,6 +97,13 @@ describe('shipping a workflow change as a new build', () => {
       assert.equal((await buildOf(waiting)).buildId, buildIdOf(build1.code));
 
       await setCurrentVersion(buildIdOf(build2.code));
+      // What docs/deploy.md has an operator ask to see what an old build still carries.
+      const onBuild1 = `TemporalWorkerDeploymentVersion = "${STACK_DEPLOYMENT}:${buildIdOf(build1.code)}" AND ExecutionStatus = "Running"`;
+      assert.equal(
+        (await stack.env.client.workflow.count(onBuild1)).count,
+        1,
+        'build 1 still carries the waiting effect',
+      );
       const fresh = 'versioning:new-refund';
       await stack.effects.approve(refundRequest(fresh, 2100, 'ch_v2'));
       assert.equal((await resultOf(stack, fresh)).stage, 'recorded');
@@ -169,6 +176,12 @@ describe('from unversioned workers (workflow v6, ten patches) to versioned ones'
       await stack.effects.approve(postRequest(waiting, 'Versioning: started before versioning'));
       await waitForStage(stack, waiting, 'unknown', 'a human decision');
       assert.equal((await buildOf(waiting)).buildId, undefined, 'started unversioned');
+      // What docs/deploy.md has an operator ask before stopping the unversioned workers.
+      const unmoved = `TemporalWorkerDeployment IS NULL AND ExecutionStatus = "Running" AND WorkflowId = "${waiting}"`;
+      await waitFor(
+        async () => (await stack.env.client.workflow.count(unmoved)).count === 1,
+        'visibility to list it unmoved',
+      );
 
       // 1. The v6 code as a versioned build, made current: the open effect moves to it at its next readback.
       v6Build = await stack.startWorker({ workflowBundle: v6, becomeCurrent: false });
@@ -176,6 +189,10 @@ describe('from unversioned workers (workflow v6, ten patches) to versioned ones'
       await waitFor(
         async () => (await buildOf(waiting)).buildId === buildIdOf(v6.code),
         'the waiting effect to move to the v6 build at its next workflow task',
+      );
+      await waitFor(
+        async () => (await stack.env.client.workflow.count(unmoved)).count === 0,
+        'visibility to list it moved',
       );
       await old.stop();
 
