@@ -5,7 +5,13 @@ import type { DecisionTaken } from '../ledger/progress.js';
 import { ledger } from './activity-proxies.js';
 import type { EffectResult } from './contract.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
-import { freshLookBeforeRetry, lookBeforeAbandon, recordFound } from './looks.js';
+import {
+  DECISION_LOOK_PATIENCE_MS,
+  freshLookBeforeRetry,
+  lookBeforeAbandon,
+  lookWithin,
+  recordFound,
+} from './looks.js';
 
 export const RETRY = 'retry';
 export type Resolution = typeof RETRY | EffectResult;
@@ -26,10 +32,22 @@ export function retryRefusal(
 
 /**
  * The retry a decision or the policy allowed, after a fresh look: the object when it turned up, RETRY, or the
- * reason it may not leave.
+ * reason it may not leave. Past the key's retention the look must come within DECISION_LOOK_PATIENCE_MS.
  */
-export async function retryAfterFreshLook(run: EffectRun, why: string): Promise<Resolution | { refused: string }> {
-  const latest = await freshLookBeforeRetry(run, why);
+export async function retryAfterFreshLook(run: EffectRun): Promise<Resolution | { refused: string }> {
+  if (run.keyExpired()) {
+    const latest = await lookWithin(run, DECISION_LOOK_PATIENCE_MS);
+    if (!latest)
+      return {
+        refused: `the idempotency key no longer dedupes and no look could be taken within ${DECISION_LOOK_PATIENCE_MS / 1000} s to prove absence (the destination does not answer readbacks): decide again once it does`,
+      };
+    if (latest.outcome === 'found') return recordFound(run, latest);
+    if (latest.detail.inFlightUntil)
+      return { refused: 'our last request may still be in flight: decide again after it' };
+    const refused = retryRefusal(run, latest);
+    return refused ? { refused } : RETRY;
+  }
+  const latest = await freshLookBeforeRetry(run);
   if (latest.outcome === 'found') return recordFound(run, latest);
   const refused = retryRefusal(run, latest);
   return refused ? { refused } : RETRY;
@@ -68,7 +86,7 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
     case 'approve-retry': {
       // Past the key's retention, the answer waits for a fresh look: the retry is allowed only over proven absence.
       if (run.keyExpired()) {
-        const checked = await retryAfterFreshLook(run, `retry approved by ${decision.actor}`);
+        const checked = await retryAfterFreshLook(run);
         if (checked !== RETRY && 'refused' in checked) return refuse(checked.refused);
         if (checked !== RETRY) {
           await refuse(`not retried: the object turned up (${checked.externalId}); recorded instead`);
@@ -87,7 +105,7 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
       if (repeat(await ledger.recordDecision(accepted))) return undefined;
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
       respond(true);
-      const checked = await retryAfterFreshLook(run, `retry approved by ${decision.actor}`);
+      const checked = await retryAfterFreshLook(run);
       if (checked === RETRY || !('refused' in checked)) return checked;
       // The key stopped deduping between the decision and its look: the retry does not leave after all.
       await run.refuse(decision.kind, decision.actor, decision, `the approved retry did not leave: ${checked.refused}`);

@@ -41,13 +41,14 @@ export type WatchEnd =
   | { kind: 'look-now' | 'hand-over' };
 
 /**
- * Watches for a change of `known`: the looks go on at the destination on `schedule` (the first at `notBefore`)
- * as retries of one activity, until one sees something else. A decision, a look-now or a long run cancels the watch
- * at once (a watch between looks is cancelled by the server without waiting for anything).
+ * Watches for a change of `known` (nothing known: the first look's verdict): the looks go on at the destination on
+ * `schedule` (the first at `notBefore`) as retries of one activity, until one sees something else. A decision, a
+ * look-now or a long run cancels the watch at once (a watch between looks is cancelled by the server without
+ * waiting for anything).
  */
 export async function watchForChange(
   run: EffectRun,
-  known: ReadbackResult,
+  known: ReadbackResult | undefined,
   schedule: LookSchedule,
   { notBefore, priority }: { notBefore: number; priority: LookPriority },
 ): Promise<WatchEnd> {
@@ -58,7 +59,7 @@ export async function watchForChange(
     .run(() =>
       looks(run.destination, priority).watchForObject({
         ...run.target(),
-        known: verdictKey(known),
+        ...(known ? { known: verdictKey(known) } : {}),
         notBefore,
         schedule,
       }),
@@ -102,14 +103,40 @@ export function firstLookAt(known: ReadbackResult, schedule: LookSchedule): numb
  * A retry leaves only after a look that still finds nothing, once our last request can no longer be in flight (the
  * look says until when); the object is recorded instead if it turned up. Returns the look that allows the retry.
  */
-export async function freshLookBeforeRetry(run: EffectRun, why: string): Promise<Found | ReadbackResult> {
+export async function freshLookBeforeRetry(run: EffectRun): Promise<Found | ReadbackResult> {
   for (;;) {
     const latest = await lookOnce(run);
     const inFlightUntil = latest.detail.inFlightUntil;
     if (latest.outcome === 'found' || !inFlightUntil) return latest;
-    run.await(`${why}; first waiting until ${inFlightUntil}, when our last request can no longer be in flight`);
+    run.await(`retry approved; first waiting until ${inFlightUntil}, when our last request can no longer be in flight`);
     await sleep(Math.max(1000, Date.parse(inFlightUntil) - Date.now()));
   }
+}
+
+/** How long a decision that needs a fresh look (a retry past the key's retention) waits for one. */
+export const DECISION_LOOK_PATIENCE_MS = 60_000;
+
+/**
+ * One look, or undefined when none answered within `patienceMs` (the destination cannot be read): a person's decision
+ * that needs a look is answered, not held up for as long as the destination is down.
+ */
+export async function lookWithin(run: EffectRun, patienceMs: number): Promise<ReadbackResult | undefined> {
+  const scope = new CancellationScope();
+  let read: ReadbackResult | undefined;
+  const looking = scope
+    .run(() => lookOnce(run))
+    .then(
+      (r) => {
+        read = r;
+      },
+      (error: unknown) => {
+        if (!isCancellation(error)) throw error;
+      },
+    );
+  const timedOut = await condition(() => read !== undefined, patienceMs).then((done) => !done);
+  if (timedOut) scope.cancel();
+  await looking.catch(() => undefined);
+  return read;
 }
 
 /** How long an abandon waits while the destination says it still processes our key, before it is refused. */

@@ -6,10 +6,11 @@ import { sleep } from '@temporalio/workflow';
 import type { ReadbackResult } from '../domain/destination-contract.js';
 import type { LookSchedule } from '../domain/look-schedule.js';
 import { isTerminal } from '../domain/stages.js';
+import type { LookPriority } from './activity-proxies.js';
 import { backoffMs } from './attempt.js';
 import { applyDecision, RETRY, type Resolution, retryAfterFreshLook } from './decisions.js';
 import { type EffectRun, MAX_AUTOMATIC_RETRIES } from './effect-run.js';
-import { firstLookAt, lookOnce, recordFound, watchForChange } from './looks.js';
+import { firstLookAt, recordFound, watchForChange } from './looks.js';
 
 export async function reconcile(run: EffectRun): Promise<Resolution> {
   run.episode += 1;
@@ -30,31 +31,37 @@ export async function reconcile(run: EffectRun): Promise<Resolution> {
 async function settleUnknown(run: EffectRun): Promise<Resolution> {
   run.rest('look', 'readback: looking for the exact object at the destination');
   const carriedSince = run.input.carried?.waitingSince;
-  let read = await lookOnce(run, 'first');
   const schedule: LookSchedule = {
     since: carriedSince ? Date.parse(carriedSince) : Date.now(),
     intervalMs: run.input.readbackIntervalMs,
     maxIntervalMs: run.policy.readbackMaxIntervalMs ?? run.input.readbackIntervalMs,
   };
-  let priority: 'asked' | 'repeat' = 'repeat';
-  let notBefore = firstLookAt(read, schedule);
+  // What the looks have seen (nothing yet: the first look is under way), and when and how urgently to look next.
+  let read: ReadbackResult | undefined;
+  let priority: LookPriority = 'first';
+  let notBefore = Date.now();
   for (;;) {
-    if (read.outcome === 'found') return recordFound(run, read);
-    if (mayRetryAutomatically(run, read)) {
-      const retried = await automaticRetry(run);
-      if (retried !== undefined) return retried;
+    if (read) {
+      if (read.outcome === 'found') return recordFound(run, read);
+      if (mayRetryAutomatically(run, read)) {
+        const retried = await automaticRetry(run);
+        if (retried !== undefined) return retried;
+      }
+      showWait(run, read, notBefore);
     }
-    showWait(run, read, notBefore);
+    // Even the first look gives way to a person: a destination that cannot be read never holds a decision up.
+    const waiting = read !== undefined;
     const end = await watchForChange(run, read, schedule, { notBefore, priority });
-    priority = 'repeat';
+    priority = read ? 'repeat' : 'first';
     switch (end.kind) {
       case 'verdict':
         read = end.read;
+        priority = 'repeat';
         notBefore = firstLookAt(read, schedule);
         break;
       case 'look-now':
         run.lookNowAsked = false;
-        priority = 'asked';
+        priority = read ? 'asked' : 'first';
         notBefore = Date.now();
         break;
       case 'hand-over':
@@ -63,10 +70,11 @@ async function settleUnknown(run: EffectRun): Promise<Resolution> {
         const resolution = await applyDecision(run, end.decision);
         if (resolution) return resolution;
         // Refused: the wait goes on, its looks on their schedule.
-        notBefore = Math.max(Date.now(), firstLookAt(read, schedule));
+        notBefore = read ? Math.max(Date.now(), firstLookAt(read, schedule)) : Date.now();
       }
     }
-    if (run.woke()) return run.handOver({ waitingSince: schedule.since });
+    // A wake from a wait (the first look is not one) counts toward the run's hand-over.
+    if ((waiting || end.kind === 'decision') && run.woke()) return run.handOver({ waitingSince: schedule.since });
   }
 }
 
@@ -88,7 +96,7 @@ async function automaticRetry(run: EffectRun): Promise<Resolution | undefined> {
   const why = `retry with the same key: a look proved absence (automatic retry ${run.automaticRetries} of ${MAX_AUTOMATIC_RETRIES})`;
   run.await(why);
   await sleep(backoffMs(run.automaticRetries));
-  const checked = await retryAfterFreshLook(run, why);
+  const checked = await retryAfterFreshLook(run);
   return checked === RETRY || !('refused' in checked) ? checked : undefined;
 }
 
