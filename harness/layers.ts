@@ -88,8 +88,8 @@ export function reachedFrom(entries: readonly string[], read: (file: string) => 
 }
 
 /** Files the package would carry that are test-only: outside the shipped layers and the operator CLI. */
-/** The operator CLI ships with the package: its entry, the request-file reader, and the audit it runs. */
-const OPERATOR_CLI = ['scripts/effect-cli.ts', 'scripts/request-file.ts'];
+/** The operator CLI ships with the package: its entry, the request-file reader, its bulk decisions, and the audit it runs. */
+const OPERATOR_CLI = ['scripts/effect-cli.ts', 'scripts/request-file.ts', 'scripts/bulk-decide.ts'];
 
 export function unshippable(files: readonly string[]): string[] {
   return files.filter(
