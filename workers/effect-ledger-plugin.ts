@@ -57,6 +57,7 @@ import {
   passLogFields,
   type ReconcilerPassObserver,
 } from './ledger-reconciler.js';
+import { requireSearchAttributes } from './search-attribute-check.js';
 import { type WorkflowCode, workflowsPathOf } from './workflows-path.js';
 
 export interface EffectLedgerPluginOptions {
@@ -241,6 +242,10 @@ export class EffectLedgerPlugin extends SimplePlugin {
   override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     this.running += 1;
     try {
+      // A namespace without the search attributes the workflow sets stops the worker here, naming them.
+      await requireSearchAttributes(worker.connection, worker.options.namespace, (why) =>
+        Runtime.instance().logger.warn('search attributes not checked', { why }),
+      );
       await this.checkVersioning(worker);
       await this.runWithReadbackWorkers(worker, (w) => this.runVersioned(w, next));
     } finally {
