@@ -57,6 +57,7 @@ import {
   passLogFields,
   type ReconcilerPassObserver,
 } from './ledger-reconciler.js';
+import { effectLedgerNexusHandler } from './nexus-service.js';
 import { requireSearchAttributes } from './search-attribute-check.js';
 import { type WorkflowCode, workflowsPathOf } from './workflows-path.js';
 
@@ -214,6 +215,8 @@ export class EffectLedgerPlugin extends SimplePlugin {
       ...configured,
       workerDeploymentOptions: versioning,
       activities: { ...(configured.activities ?? {}), ...ours },
+      // Other namespaces and languages approve effects through Nexus (nexus-service.ts, docs/nexus.md).
+      nexusServices: [...(configured.nexusServices ?? []), effectLedgerNexusHandler(effects)],
       ...this.workflows(configured),
     };
   }
