@@ -4,6 +4,7 @@
 import proto from '@temporalio/proto';
 import type { NativeConnection } from '@temporalio/worker';
 import {
+  effectAwaitingKey,
   effectDestinationKey,
   effectOperationKey,
   effectStageKey,
@@ -18,6 +19,7 @@ export const EFFECT_SEARCH_ATTRIBUTES: readonly string[] = [
   effectOperationKey,
   effectSummaryKey,
   effectStepKey,
+  effectAwaitingKey,
 ].map((key) => key.name);
 
 const KEYWORD = proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
