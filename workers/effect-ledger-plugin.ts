@@ -9,9 +9,11 @@
 // `workerDeploymentOptions`), and effects run pinned to the version that started them.
 //
 // It registers the effect workflow's activities (with the adapters of the destinations this worker hosts) and the
-// ledger reconciler's, and the workflows themselves unless the worker brings its own bundle or path (which must
-// then `export * from 'effect-ledger/workflows'`). Beside the running worker (runWorker) it keeps the ledger
-// reconciler's schedule and a local pass on a timer. The task queue is the one the clients start effects on.
+// ledger reconciler's, the Nexus service `effect-ledger` (nexus-service.ts), and the workflows themselves unless the
+// worker brings its own bundle or path (which must then `export * from 'effect-ledger/workflows'`). A namespace
+// without the workflow's search attributes stops the worker at start (search-attribute-check.ts). Beside the running
+// worker (runWorker) it keeps the ledger reconciler's schedule and a local pass on a timer. The task queue is the
+// one the clients start effects on.
 import { Client } from '@temporalio/client';
 import { SimplePlugin } from '@temporalio/plugin';
 import {

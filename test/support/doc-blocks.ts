@@ -11,11 +11,11 @@ export function readDoc(path: string): string {
   return readFileSync(join(projectRoot, path), 'utf8');
 }
 
-/** The code of the fenced block that follows the first HTML comment containing `marker`. */
+/** The code of the first fenced block after the first HTML comment containing `marker`. */
 export function blockAfter(markdown: string, marker: string): string {
   const at = markdown.indexOf(marker);
   assert.ok(at >= 0 && markdown.lastIndexOf('<!--', at) > markdown.lastIndexOf('-->', at), `no comment says ${marker}`);
-  const block = /-->\s*\n```\w*\n([\s\S]*?)```/.exec(markdown.slice(at));
+  const block = /-->[\s\S]*?\n```\w*\n([\s\S]*?)```/.exec(markdown.slice(at));
   assert.ok(block, `no code block follows the comment saying ${marker}`);
   return block[1] ?? '';
 }
