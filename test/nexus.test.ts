@@ -220,9 +220,11 @@ describe('approving effects through Nexus, from another namespace', () => {
   );
 });
 
-/** The endpoint, created with the command docs/nexus.md gives, aimed at the stack's namespace and task queue. */
+/** The endpoint, created with the command docs/nexus.md and deploy.md give, aimed at the stack's namespace and queue. */
 async function createEndpoint(stack: Stack): Promise<void> {
-  const command = blockAfter(readDoc('docs/nexus.md'), 'test/nexus.test.ts runs the block below')
+  const shown = blockAfter(readDoc('docs/nexus.md'), 'test/nexus.test.ts runs the block below');
+  assert.equal(blockAfter(readDoc('docs/deploy.md'), "test/nexus.test.ts checks the block below is nexus.md's"), shown);
+  const command = shown
     .replace(/--target-namespace \S+/, `--target-namespace ${stack.namespace}`)
     .replace(/--target-task-queue \S+/, `--target-task-queue ${stack.taskQueue}`);
   const cli = locateTemporalCli();

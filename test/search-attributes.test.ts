@@ -50,10 +50,15 @@ describe('the Effect* search attributes', { timeout: 180_000 }, () => {
         new RegExp(`temporal operator search-attribute create --namespace fresh-team --name ${name} --type Keyword`),
       );
 
+    // docs/deploy.md creates each of them, on a fresh cluster and for a team with only the package.
+    const deploy = readDoc('docs/deploy.md');
+    const loops = [...deploy.matchAll(/^for name in (.+); do$/gm)].map((m) => m[1]?.split(' '));
+    assert.deepEqual(loops, [names, names]);
+
     // The commands docs/deploy.md gives a team with only the package, as it runs them: TEMPORAL_* set as for the worker.
     const cli = locateTemporalCli();
     assert.equal(cli.type, 'existing-path', 'the Temporal CLI');
-    const commands = blockAfter(readDoc('docs/deploy.md'), 'test/search-attributes.test.ts runs the block below');
+    const commands = blockAfter(deploy, 'test/search-attributes.test.ts runs the block below');
     await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', commands], {
       env: {
         ...process.env,
