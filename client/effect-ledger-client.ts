@@ -9,7 +9,14 @@
 // EffectConflictError before any provider is touched. The ledger, not Temporal's retention, is the
 // lasting record of which effect IDs exist.
 import { randomUUID } from 'node:crypto';
-import { type Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  type Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type WorkflowSignalWithStartOptions,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import type { WithWorkflowArgs } from '@temporalio/common';
 import { builtInContracts } from '../activities/destinations/built-in-contracts.js';
 import type { DecisionKind } from '../domain/decisions.js';
 import { catalogOf, contractIn, type DestinationCatalog, type KnownDestination } from '../domain/destination.js';
@@ -114,6 +121,19 @@ export interface RetryingActivity {
   worker?: string;
 }
 
+/**
+ * How an effect's run is started, with the options this client made: through this client, or through the Nexus
+ * `approve` operation, which links its caller to the run (workers/nexus-service.ts). R is what a start returns.
+ */
+export interface EffectRunStarter<R> {
+  /** Starts the run, or joins the open one (the options say `workflowIdConflictPolicy: 'USE_EXISTING'`). */
+  start(options: WorkflowStartOptions<typeof effectWorkflow>): Promise<R>;
+  /** A revised effect's: signals the open run (an older revision's hands over to this one), or starts one. */
+  signalWithStart(
+    options: WithWorkflowArgs<typeof effectWorkflow, WorkflowSignalWithStartOptions<[unknown]>>,
+  ): Promise<R>;
+}
+
 /** How long `status` waits for Temporal before answering from the ledger alone. */
 const LIVE_VIEW_DEADLINE_MS = 3000;
 
@@ -125,25 +145,54 @@ export class EffectLedgerClient {
     this.destinations = catalogOf(options.destinations ?? builtInContracts);
   }
 
+  /** Runs started by this client itself. */
+  private readonly starter: EffectRunStarter<void> = {
+    start: async (options) => {
+      try {
+        await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, options);
+      } catch (error) {
+        // Started by someone else between our look and our start: that run carries the effect.
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
+    },
+    signalWithStart: async (options) => {
+      await this.options.client.workflow.signalWithStart(EFFECT_WORKFLOW_TYPE, options);
+    },
+  };
+
   /** The Temporal client runs are started and read through. */
   get temporal(): Client {
     return this.options.client;
   }
 
   async approve(request: unknown): Promise<ApprovalResult> {
+    return (await this.approveThrough(request, this.starter)).approval;
+  }
+
+  /**
+   * Approval, its run started through `starter` (the Nexus `approve` operation's links its caller to the run):
+   * the request validated against the destination's contract, the ledger row (effect and release, one statement),
+   * then the run. `run` is what the starter returned; null when the effect had already ended (no run is started).
+   */
+  async approveThrough<R>(
+    request: unknown,
+    starter: EffectRunStarter<R>,
+  ): Promise<{ approval: ApprovalResult; run: R | null }> {
     const { registration, release } = approvalRecords(
       validateEffectRequest(request, this.destinations),
       this.destinations,
     );
     const { effect, created } = await registerEffect(this.options.db, registration, release);
+    const { effectId } = effect;
     const stage = effect.stage as EffectStage;
-    if (isTerminal(stage)) return { effectId: effect.effectId, created, stage, fact: await this.fact(effect.effectId) };
+    if (isTerminal(stage))
+      return { approval: { effectId, created, stage, fact: await this.fact(effectId) }, run: null };
 
     // The same fingerprint means the same plan: the steps approval computed are the ones released (for revision
     // 1; a revised effect's run reads its latest release's steps and keys from the ledger).
-    await this.startRun(effect, effect.revision > 1 ? undefined : release.steps);
+    const run = await this.startRun(effect, starter, effect.revision > 1 ? undefined : release.steps);
     // The stage as registration read it: not terminal, so no fact existed at that moment.
-    return { effectId: effect.effectId, created, stage, fact: null };
+    return { approval: { effectId, created, stage, fact: null }, run };
   }
 
   /**
@@ -164,7 +213,7 @@ export class EffectLedgerClient {
       const latest = (await readRevisions(db, effectId)).at(-1);
       if (!effect || !latest || latest.revision !== effect.revision || latest.fingerprint !== fingerprint) return null;
       const stage = effect.stage as EffectStage;
-      if (!isTerminal(stage)) await this.startRun(effect);
+      if (!isTerminal(stage)) await this.startRun(effect, this.starter);
       return { effectId, revision: effect.revision, created: false, stage };
     };
     const refused = (stage: string) =>
@@ -187,7 +236,7 @@ export class EffectLedgerClient {
     }
     const effect = await readEffect(db, effectId);
     if (!effect) throw new EffectNotFoundError(effectId);
-    await this.startRun(effect);
+    await this.startRun(effect, this.starter);
     return { effectId, revision: record.revision, created: true, stage: effect.stage as EffectStage };
   }
 
@@ -197,7 +246,11 @@ export class EffectLedgerClient {
    * ledger, not Temporal, decides that an effect is finished, and a resumed run reads back before it
    * sends anything. Callers never start an effect the ledger shows as terminal.
    */
-  private async startRun(effect: EffectRow, releasedSteps?: { step: string; destination: string }[]): Promise<void> {
+  private async startRun<R>(
+    effect: EffectRow,
+    starter: EffectRunStarter<R>,
+    releasedSteps?: { step: string; destination: string }[],
+  ): Promise<R> {
     const contract = contractIn(this.destinations, effect.destination);
     if (!contract) throw new Error(`effect ${effect.effectId}: ${notKnownHere(effect.destination)}`);
     // A revised effect's run sends its latest revision; an approval's input stays what v3/v4 took.
@@ -251,27 +304,17 @@ export class EffectLedgerClient {
         `- fingerprint \`${effect.fingerprint.slice(0, 16)}…\``,
       ].join('\n'),
     };
-    if (revised) {
-      // A revision must reach a run that carries it. An open run may be an older revision's, still closing as
-      // rejected: signalled in the same call that would start one, it cannot close without seeing the signal
-      // (Temporal refuses to complete a run with a signal it has not handled) and hands over to this revision.
-      await this.options.client.workflow.signalWithStart<typeof effectWorkflow, [unknown]>(EFFECT_WORKFLOW_TYPE, {
+    // A revision must reach a run that carries it. An open run may be an older revision's, still closing as
+    // rejected: signalled in the same call that would start one, it cannot close without seeing the signal
+    // (Temporal refuses to complete a run with a signal it has not handled) and hands over to this revision.
+    if (revised)
+      return starter.signalWithStart({
         ...options,
         signal: revisionReleasedSignal,
         signalArgs: [{ revision: effect.revision }],
       });
-      return;
-    }
-    try {
-      await this.options.client.workflow.start<typeof effectWorkflow>(EFFECT_WORKFLOW_TYPE, {
-        ...options,
-        // Join an open run.
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
-    } catch (error) {
-      // Started by someone else between our look and our start: that run carries the effect.
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    }
+    // Join an open run.
+    return starter.start({ ...options, workflowIdConflictPolicy: 'USE_EXISTING' });
   }
 
   /** A step's policy is its own destination's, with this client's overrides. */
@@ -300,7 +343,7 @@ export class EffectLedgerClient {
   async resumeStranded(options: ReconcilerPassOptions = {}): Promise<ReconcilerPassReport> {
     const pageSize = options.pageSize ?? this.options.reconcilerPageSize;
     return runReconcilerPass(
-      { client: this.options.client, db: this.options.db, start: (effect) => this.startRun(effect) },
+      { client: this.options.client, db: this.options.db, start: (effect) => this.startRun(effect, this.starter) },
       { ...options, ...(pageSize ? { pageSize } : {}) },
     );
   }

@@ -317,4 +317,9 @@ describe('the packed package in a scratch project', { timeout: 540_000 }, () => 
       assert.match(ran.stdout, /^payments · idempotency_key/m);
     },
   );
+
+  test('a caller in another namespace imports the Nexus service definition from effect-ledger/nexus', async () => {
+    const { stdout } = await run(process.execPath, ['nexus-service.mjs'], { cwd: scratch });
+    assert.deepEqual(JSON.parse(stdout), { service: 'effect-ledger', operations: ['approve', 'status'] });
+  });
 });

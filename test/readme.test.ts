@@ -1,12 +1,14 @@
 // The README is the front door: it stays short, and the backend service it shows compiles against the
-// package's own API (the types `import … from 'effect-ledger'` gets), so a newcomer's first paste works.
+// package's own API (the types `import … from 'effect-ledger'` gets), so a newcomer's first paste works. A block
+// in the README or docs/ that says it is a tested file is that file, line for line.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { blocksThatAreFiles, codeOf, readDoc } from './support/doc-blocks.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -60,9 +62,6 @@ test("the README's backend service compiles against the package's API", { timeou
   assert.doesNotMatch(errors, /service\.ts/, errors);
 });
 
-/** A source file without its opening comment: the code a reader copies. */
-const codeOf = (source: string) => source.replace(/^(\/\/[^\n]*\n)+/, '').trim();
-
 test("the README's own destination is the package test's, line for line, and its kit command runs that project's files", () => {
   const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)]
     .map((m) => m[1] ?? '')
@@ -79,4 +78,23 @@ test("the README's own destination is the package test's, line for line, and its
   const targets = readFileSync(join(root, 'test/consumer', kit[2] ?? ''), 'utf8');
   assert.match(targets, new RegExp(`\\b${kit[3]}: \\{`), `${kit[2]} names a target for ${kit[3]}`);
   assert.match(targets, /export \{ default \} from '\.\/payments-destination\.mjs'/);
+});
+
+test('each block in the README or docs/ that says it is a tested file is that file, line for line', () => {
+  const pages = [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => `docs/${name}`),
+  ];
+  const checked: string[] = [];
+  for (const page of pages) {
+    for (const { file, block, expected } of blocksThatAreFiles(readDoc(page))) {
+      // The file without its opening comment; its imports of the package's own modules as a user writes them.
+      assert.equal(block, expected, `${page}: the block said to be ${file} is not`);
+      checked.push(`${page} ${file}`);
+    }
+  }
+  assert.ok(checked.includes('README.md test/consumer/payments-destination.mjs'), checked.join('\n'));
+  assert.ok(checked.includes('docs/your-own-destination.md test/consumer/plugin-worker.mjs'), checked.join('\n'));
 });

@@ -9,9 +9,11 @@
 // `workerDeploymentOptions`), and effects run pinned to the version that started them.
 //
 // It registers the effect workflow's activities (with the adapters of the destinations this worker hosts) and the
-// ledger reconciler's, and the workflows themselves unless the worker brings its own bundle or path (which must
-// then `export * from 'effect-ledger/workflows'`). Beside the running worker (runWorker) it keeps the ledger
-// reconciler's schedule and a local pass on a timer. The task queue is the one the clients start effects on.
+// ledger reconciler's, the Nexus service `effect-ledger` (nexus-service.ts), and the workflows themselves unless the
+// worker brings its own bundle or path (which must then `export * from 'effect-ledger/workflows'`). A namespace
+// without the workflow's search attributes stops the worker at start (search-attribute-check.ts). Beside the running
+// worker (runWorker) it keeps the ledger reconciler's schedule and a local pass on a timer. The task queue is the
+// one the clients start effects on.
 import { Client } from '@temporalio/client';
 import { SimplePlugin } from '@temporalio/plugin';
 import {
@@ -57,6 +59,8 @@ import {
   passLogFields,
   type ReconcilerPassObserver,
 } from './ledger-reconciler.js';
+import { effectLedgerNexusHandler } from './nexus-service.js';
+import { requireSearchAttributes } from './search-attribute-check.js';
 import { type WorkflowCode, workflowsPathOf } from './workflows-path.js';
 
 export interface EffectLedgerPluginOptions {
@@ -213,6 +217,8 @@ export class EffectLedgerPlugin extends SimplePlugin {
       ...configured,
       workerDeploymentOptions: versioning,
       activities: { ...(configured.activities ?? {}), ...ours },
+      // Other namespaces and languages approve effects through Nexus (nexus-service.ts, docs/nexus.md).
+      nexusServices: [...(configured.nexusServices ?? []), effectLedgerNexusHandler(effects)],
       ...this.workflows(configured),
     };
   }
@@ -241,6 +247,10 @@ export class EffectLedgerPlugin extends SimplePlugin {
   override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     this.running += 1;
     try {
+      // A namespace without the search attributes the workflow sets stops the worker here, naming them.
+      await requireSearchAttributes(worker.connection, worker.options.namespace, (why) =>
+        Runtime.instance().logger.warn('search attributes not checked', { why }),
+      );
       await this.checkVersioning(worker);
       await this.runWithReadbackWorkers(worker, (w) => this.runVersioned(w, next));
     } finally {

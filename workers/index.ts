@@ -28,5 +28,11 @@ export {
   type ReconcilerPassObserver,
 } from './ledger-reconciler.js';
 export { createWorkerMetrics, serveMetrics, type WorkerMetrics } from './metrics.js';
+export { effectLedgerNexusHandler } from './nexus-service.js';
 export { installWorkerRuntime } from './runtime.js';
+export {
+  EFFECT_SEARCH_ATTRIBUTES,
+  MissingSearchAttributesError,
+  requireSearchAttributes,
+} from './search-attribute-check.js';
 export { connectWorkerNative } from './temporal-worker-connection.js';

@@ -5,10 +5,10 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { databaseUrl, openLedger } from 'effect-ledger';
 import { builtInDestinations, EffectLedgerPlugin } from 'effect-ledger/worker';
-import * as activities from './activities.mjs';
+import * as activities from './activities.mjs'; // the team's own
 import ownDestinations from './payments-destination.mjs';
 
-const ledger = openLedger(databaseUrl());
+const ledger = openLedger(databaseUrl()); // DATABASE_URL
 const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS });
 try {
   const effectLedger = new EffectLedgerPlugin({
@@ -18,7 +18,9 @@ try {
   const worker = await Worker.create({
     connection,
     namespace: process.env.TEMPORAL_NAMESPACE,
+    // The task queue the team's clients start effects on.
     taskQueue: process.env.TEMPORAL_TASK_QUEUE,
+    // The team's workflows, and effect-ledger's: the module does `export * from 'effect-ledger/workflows'`.
     workflowsPath: fileURLToPath(new URL('./workflows.mjs', import.meta.url)),
     activities,
     plugins: [effectLedger],
