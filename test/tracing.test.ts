@@ -12,7 +12,7 @@ import { Worker } from '@temporalio/worker';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { startTracing, type Tracing, tracingClientInterceptors } from '../client/tracing.js';
 import { latestRunId, waitForStage } from '../harness/effect-probes.js';
-import { effectIdOf, HISTORIES_DIR, readHistoryFile } from '../harness/histories/history-file.js';
+import { effectIdOf, HISTORIES_DIR, parseHistoryFileName, readHistoryFile } from '../harness/histories/history-file.js';
 import { type JaegerServer, startJaeger } from '../harness/jaeger.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, taskRequest } from '../harness/sample-requests.js';
@@ -21,6 +21,7 @@ import { startWorkerProcess, type WorkerProcess } from '../harness/worker-proces
 import { waitFor, within } from '../stack/wait-for.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { tracingSinks } from '../workers/tracing.js';
+import { LAST_UNVERSIONED_VERSION } from '../workflows/version.js';
 import { isolateEachTest, TEST_TIMEOUT } from './support/isolation.js';
 
 const SERVICE = 'approving-service';
@@ -63,7 +64,7 @@ describe('an effect is one trace', () => {
       readbackIntervalMs: 1000,
       readbackMaxIntervalMs: 1000,
       absenceGraceMs: 0,
-      // Every look while a person is awaited ends its run: the next run continues the wait (and the trace).
+      // Every wake of a wait (an operator's look-now here) ends its run: the next continues it (and the trace).
       readbacksPerRun: 1,
     });
   });
@@ -177,7 +178,9 @@ describe('an effect is one trace', () => {
       await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
       await effects.approve(postRequest(effectId, 'Traced launch'));
       await waitForStage(stack, effectId, 'unknown', 'a human decision');
+      // An operator asks for a look now: the wait wakes, and (one wake a run) continues as new.
       const firstRun = await latestRunId(stack, effectId);
+      await effects.lookNow(effectId, { actor: 'ops@example.com', reason: 'the feed is back' });
       await waitFor(async () => {
         const run = await latestRunId(stack, effectId);
         return run !== firstRun && (await waitForStage(stack, effectId, 'unknown', 'a human decision'));
@@ -206,7 +209,8 @@ describe('an effect is one trace', () => {
       for (const later of runs.slice(1))
         assert.equal(parentOf(spans, later)?.name, 'ContinueAsNew:effectWorkflow', 'a run continues its trace');
 
-      const looks = named(spans, 'RunActivity:readBack');
+      // The looks: the attempts of the watch activity (a wait's looks are its retries) that read the feed.
+      const looks = named(spans, 'RunActivity:watchForObject').filter((l) => 'effect.readback.verdict' in l.attributes);
       const verdicts = looks.map((l) => l.attributes['effect.readback.verdict']);
       assert.ok(verdicts.includes('absent'), `a look proved absence: ${verdicts}`);
       assert.equal(verdicts.at(-1), 'found', 'the last look found the post');
@@ -260,22 +264,29 @@ describe('an effect is one trace', () => {
   );
 
   test(
-    'histories recorded without tracing replay on the bundle with the tracing interceptors',
+    'histories recorded without tracing replay on the bundles with the tracing interceptors',
     TEST_TIMEOUT,
     async () => {
       const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json'));
-      const histories = files.map((file) => readHistoryFile(join(HISTORIES_DIR, file)));
       const failed: string[] = [];
-      let i = 0;
-      for await (const result of Worker.runReplayHistories(
-        // The sink a worker without tracing gives the bundle's workflow spans: they are dropped.
-        { workflowBundle: await bundleEffectWorkflows({ tracing: true }), sinks: tracingSinks(undefined, undefined) },
-        histories.map((history) => ({ workflowId: effectIdOf(history), history })),
-      )) {
-        if (result.error) failed.push(`${files[i]}: ${result.error.name}: ${result.error.message}`);
-        i++;
+      // Each build's histories against its code (test/replay.test.ts): v1–v6 the frozen v6, v7 on the current.
+      for (const code of ['v6', 'current'] as const) {
+        const set = files.filter(
+          (f) => (parseHistoryFileName(f)?.version ?? 0) <= LAST_UNVERSIONED_VERSION === (code === 'v6'),
+        );
+        const histories = set.map((file) => readHistoryFile(join(HISTORIES_DIR, file)));
+        const bundle = await bundleEffectWorkflows({ code, tracing: true });
+        let i = 0;
+        for await (const result of Worker.runReplayHistories(
+          // The sink a worker without tracing gives the bundle's workflow spans: they are dropped.
+          { workflowBundle: bundle, sinks: tracingSinks(undefined, undefined) },
+          histories.map((history) => ({ workflowId: effectIdOf(history), history })),
+        )) {
+          if (result.error) failed.push(`${set[i]}: ${result.error.name}: ${result.error.message}`);
+          i++;
+        }
+        assert.equal(i, set.length);
       }
-      assert.equal(i, files.length);
       assert.deepEqual(failed, []);
     },
   );
