@@ -147,9 +147,10 @@ const SHOWN = [
   'server.address',
 ];
 
-export function shownAttributes(span: SpanRecord, keys = SHOWN): string {
+/** The key attributes of a span that its parent does not already show with the same value. */
+export function shownAttributes(span: SpanRecord, parent?: SpanRecord, keys = SHOWN): string {
   return keys
-    .filter((k) => span.attributes[k] !== undefined)
+    .filter((k) => span.attributes[k] !== undefined && parent?.attributes[k] !== span.attributes[k])
     .map((k) => `${k}=${span.attributes[k]}`)
     .join(' ');
 }
@@ -158,14 +159,17 @@ export function shownAttributes(span: SpanRecord, keys = SHOWN): string {
 export function renderTreeText(spans: readonly SpanRecord[]): string {
   const rows = flatten(spanTree(spans));
   const index = new Map(rows.map((r, i) => [r.spanId, i + 1]));
+  const byId = new Map(rows.map((r) => [r.spanId, r]));
   const { origin } = timeSpan(rows);
   return rows
     .map((r, i) => {
       const at = Number(r.startNs - origin) / 1e6;
       const took = Number(r.endNs - r.startNs) / 1e6;
-      const links = r.links.map((l) => `→ #${index.get(l.spanId) ?? '?'}`).join(' ');
+      const links = r.links
+        .map((l) => (index.has(l.spanId) ? `→ #${index.get(l.spanId)}` : `→ a span of trace ${l.traceId.slice(0, 8)}…`))
+        .join(' ');
       const error = r.status === 2 ? ' ERROR' : '';
-      return `${String(i + 1).padStart(3)} ${'  '.repeat(r.depth)}${r.name} [${r.service}] +${at.toFixed(0)} ms ${took.toFixed(1)} ms${error}${links ? ` linked ${links}` : ''}  ${shownAttributes(r)}`.trimEnd();
+      return `${String(i + 1).padStart(3)} ${'  '.repeat(r.depth)}${r.name} [${r.service}] +${at.toFixed(0)} ms ${took.toFixed(1)} ms${error}${links ? ` linked ${links}` : ''}  ${shownAttributes(r, byId.get(r.parentSpanId ?? ''))}`.trimEnd();
     })
     .join('\n');
 }
@@ -190,6 +194,7 @@ export function renderTreeSvg(spans: readonly SpanRecord[], title: string): stri
   const x = (ns: bigint) => labelWidth + (Number(ns - origin) / Number(end - origin)) * barWidth;
   const y = (i: number) => top + i * rowHeight;
   const index = new Map(rows.map((r, i) => [r.spanId, i]));
+  const byId = new Map(rows.map((r) => [r.spanId, r]));
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="monospace" font-size="12">`,
     '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
@@ -211,7 +216,7 @@ export function renderTreeSvg(spans: readonly SpanRecord[], title: string): stri
     const error = r.status === 2 ? ' ✗' : '';
     parts.push(
       `<text x="${indent}" y="${yy + 11}" fill="${colour(r.service)}" font-weight="bold">${xml(r.name)}${error}</text>`,
-      `<text x="${indent}" y="${yy + 25}" fill="#444" font-size="10">${xml(shownAttributes(r).slice(0, 90))}</text>`,
+      `<text x="${indent}" y="${yy + 25}" fill="#444" font-size="10">${xml(shownAttributes(r, byId.get(r.parentSpanId ?? '')).slice(0, 110))}</text>`,
     );
     const x0 = x(r.startNs);
     const w = Math.max(2, x(r.endNs) - x0);
@@ -221,9 +226,12 @@ export function renderTreeSvg(spans: readonly SpanRecord[], title: string): stri
     for (const link of r.links) {
       const from = index.get(link.spanId);
       if (from === undefined) continue;
-      const fx = labelWidth - 10;
+      const source = rows[from];
+      if (!source) continue;
+      const fx = x(source.endNs) + 2;
+      const fy = y(from) + 9;
       parts.push(
-        `<path d="M ${fx} ${y(from) + 9} C ${fx + 40} ${y(from) + 9}, ${fx + 40} ${yy + 9}, ${x0 - 2} ${yy + 9}" fill="none" stroke="#555" stroke-dasharray="4 3" marker-end="url(#arrow)"/>`,
+        `<path d="M ${fx.toFixed(1)} ${fy} C ${(fx + 60).toFixed(1)} ${fy}, ${(x0 - 60).toFixed(1)} ${yy + 9}, ${(x0 - 2).toFixed(1)} ${yy + 9}" fill="none" stroke="#555" stroke-dasharray="4 3" marker-end="url(#arrow)"/>`,
       );
     }
   });

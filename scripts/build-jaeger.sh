@@ -4,8 +4,9 @@
 # …/cmd/all-in-one@v1.76.0` refuses it (Jaeger's go.mod has a replace directive), so: the module from the Go module
 # proxy, copied, and `go build` inside it, as scripts/build-mailpit.sh does. Its web UI is not in the Go module (it
 # is another project's JavaScript, built apart), so this Jaeger serves a placeholder page: the API is what we read.
-# Measured on this 2-core machine under other work: 308 s user + 102 s system CPU, 653 MB of modules, a 49 MiB
-# binary, from a cold cache; less after the Temporal CLI, whose packages it shares (scripts/go-binaries.sh).
+# Measured on this 2-core machine under other work (load 7–15): 308 s user + 102 s system CPU (8 min wall), 653 MB
+# of modules, a 49 MiB binary, from a cold cache; the same again after the Temporal CLI's build (its dependencies are
+# other versions, so the CLI's cache saves nothing).
 set -euo pipefail
 version=v1.76.0
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -4,7 +4,7 @@
 // the effect's attributes. A lost answer settled by readback after a person's retry: the readback looks, the
 // decision, the retry linked to it, across continue-as-new, all one trace.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '@temporalio/client';
@@ -16,9 +16,10 @@ import { effectIdOf, HISTORIES_DIR, parseHistoryFileName, readHistoryFile } from
 import { type JaegerServer, startJaeger } from '../harness/jaeger.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, taskRequest } from '../harness/sample-requests.js';
-import type { SpanRecord } from '../harness/trace-tree.js';
+import { renderTreeSvg, renderTreeText, type SpanRecord } from '../harness/trace-tree.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { waitFor, within } from '../stack/wait-for.js';
+import { projectRoot } from '../workers/config.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { tracingSinks } from '../workers/tracing.js';
 import { LAST_UNVERSIONED_VERSION } from '../workflows/version.js';
@@ -118,6 +119,7 @@ describe('an effect is one trace', () => {
       await effects.approve(taskRequest(effectId, 'request-trace'));
       assert.equal((await within(effects.result(effectId), 'the effect', 60_000)).stage, 'recorded');
       const spans = await traceOf(effectId, (s) => named(s, 'RunWorkflow:effectWorkflow').length > 0);
+      drawn('happy-effect', effectId, spans);
 
       const http = one(spans, 'POST');
       assertAncestry(spans, http, [
@@ -199,6 +201,7 @@ describe('an effect is one trace', () => {
       const spans = await traceOf(effectId, (s) =>
         named(s, 'RunWorkflow:effectWorkflow').some((run) => run.attributes.runId === lastRun),
       );
+      drawn('lost-answer-retry', effectId, spans);
       // One trace: every span descends from the approval.
       const approve = one(spans, 'approve social-feed post.publish');
       const roots = spans.filter((s) => !parentOf(spans, s));
@@ -291,6 +294,17 @@ describe('an effect is one trace', () => {
     },
   );
 });
+
+/** The tree as Jaeger holds it, drawn into .data/traces/ (docs/tracing.md shows the lost answer's). */
+function drawn(name: string, effectId: string, spans: SpanRecord[]) {
+  const dir = join(projectRoot, '.data/traces');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, `${name}.svg`),
+    renderTreeSvg(spans, `${effectId}: one effect, one trace (as Jaeger holds it)`),
+  );
+  writeFileSync(join(dir, `${name}.txt`), `${renderTreeText(spans)}\n`);
+}
 
 function pick(attributes: SpanRecord['attributes'], keys: string[]) {
   return Object.fromEntries(keys.filter((k) => k in attributes).map((k) => [k, attributes[k]]));
