@@ -197,6 +197,7 @@ export function renderTreeSvg(spans: readonly SpanRecord[], title: string): stri
   const byId = new Map(rows.map((r) => [r.spanId, r]));
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="monospace" font-size="12">`,
+    `<title>${xml(title)}</title>`,
     '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
     `<rect width="${width}" height="${height}" fill="white"/>`,
     `<text x="12" y="22" font-size="15" font-weight="bold">${xml(title)}</text>`,
