@@ -12,6 +12,7 @@ import { hostedAdapter, notHostedReason } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import type { AttemptRef } from './effect-activities.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
+import { markActivity, outcomeAttributes, sendSpan, stepAttributes } from './provider-spans.js';
 
 /** Time kept back from the activity's deadline for writing the answer after the call. */
 const ANSWER_MARGIN_MS = 1000;
@@ -85,6 +86,7 @@ export function createAttemptActivities({
     /** → attempted → the provider's answer, recorded. Never throws for a provider outcome. */
     async attemptOnce(request: AttemptRequest): Promise<AttemptReport> {
       const { info } = Context.current();
+      markActivity(stepAttributes({ ...request, revision: request.releaseRevision, attempt: request.attemptNumber }));
       const deadline = Date.now() + info.startToCloseTimeoutMs;
       // The send must begin soon after this (SEND_START_LIMIT_MS), measured on a clock no adjustment moves.
       const asked = performance.now();
@@ -122,8 +124,16 @@ export function createAttemptActivities({
         startedAt: begun.attempt.startedAt.toISOString(),
       };
       metrics.attempt(begun.release.destination);
-      const outcome = await sendBeforeDeadline(begun.release, attempt, request.callTimeoutMs, deadline, asked);
+      const outcome = await sendBeforeDeadline(
+        { ...begun.release, revision: request.releaseRevision },
+        attempt,
+        request.callTimeoutMs,
+        deadline,
+        asked,
+      );
       metrics.outcome(begun.release.destination, outcome.class);
+      const { destination, operation } = begun.release;
+      markActivity({ ...stepAttributes({ ...attempt, destination, operation }), ...outcomeAttributes(outcome) });
       // What the logs may say about a call: never the package or the provider's body (detail).
       log.info('attempt answered', {
         effectId: request.effectId,
@@ -220,7 +230,7 @@ export function createAttemptActivities({
 
   /** Sends only with time for the whole call and the answer's write left; never after the deadline. */
   async function sendBeforeDeadline(
-    release: { package: ReleasedPackage; destination: string; operation: string },
+    release: { package: ReleasedPackage; destination: string; operation: string; revision: number },
     attempt: AttemptRef,
     callTimeoutMs: number,
     deadline: number,
@@ -246,13 +256,18 @@ export function createAttemptActivities({
     const adapter = hostedAdapter(destinations, release.destination);
     if (!adapter) return { class: 'not_sent', detail: { reason: notHostedReason(destinations, release.destination) } };
     const began = Math.round(performance.now() - asked);
-    const outcome = await adapter.send({
-      effectId: attempt.effectId,
-      idempotencyKey: attempt.idempotencyKey,
-      operation: release.operation,
-      package: release.package,
-      timeoutMs: callTimeoutMs,
-    });
+    const { destination, operation, revision } = release;
+    const outcome = await sendSpan(
+      { ...attempt, attempt: attempt.attemptNumber, destination, operation, revision },
+      () =>
+        adapter.send({
+          effectId: attempt.effectId,
+          idempotencyKey: attempt.idempotencyKey,
+          operation: release.operation,
+          package: release.package,
+          timeoutMs: callTimeoutMs,
+        }),
+    );
     // When the request began to leave, after its row: readback's in-flight window counts from there.
     return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began } };
   }

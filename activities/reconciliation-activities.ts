@@ -24,6 +24,7 @@ import { requireHosted } from './destination-hosting.js';
 import { ProviderRateLimitedError } from './destinations/http-read.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
+import { lookupSpan, markActivity, readbackSpan, stepAttributes, verdictAttributes } from './provider-spans.js';
 import { readbackTurns } from './readback-turns.js';
 
 export interface ReadbackTarget {
@@ -157,6 +158,8 @@ export function createReconciliationActivities({
   return {
     /** Looks for the exact object; records what it saw and, when found, the fact (confirmed by readback). */
     async readBack(target: ReadbackTarget): Promise<ReadbackResult> {
+      const coordinates = { ...target, revision: target.releaseRevision };
+      markActivity(stepAttributes(coordinates));
       const { adapter, request, destination } = await prepare(target);
       const context = Context.current();
       // Asked before the read begins: what the read can prove depends on when it began, by the ledger's clock.
@@ -164,17 +167,18 @@ export function createReconciliationActivities({
       // The destination's declared rate holds for its readback requests from every worker together.
       const turns = readbackTurns(db, destination, adapter.readbackRatePerSecond);
       await turns.first();
-      const read = await adapter
-        .readBack({
+      const read = await readbackSpan({ ...coordinates, destination }, () =>
+        adapter.readBack({
           ...request,
           signal: context.cancellationSignal,
           onPage: () => context.heartbeat(),
           beforeRequest: turns.beforeRequest,
-        })
-        .catch((error: unknown) => {
-          throw rateLimitedRetry(error) ?? error;
-        });
+        }),
+      ).catch((error: unknown) => {
+        throw rateLimitedRetry(error) ?? error;
+      });
       const result = withheldWhileInFlight(read, target, adapter, clock);
+      markActivity(verdictAttributes(result));
       // Cancelled or past its deadline (the workflow has moved on): a zombie never writes evidence.
       if (context.cancellationSignal.aborted) throw new CancelledFailure('readback cancelled before recording');
       const found = result.outcome === 'found' ? result : undefined;
@@ -263,7 +267,9 @@ export function createReconciliationActivities({
       }
       // parseDecision guarantees an ID or a URL.
       if (named === undefined) return refuse('confirm-delivery needs evidence: externalId and/or externalUrl');
-      const seen = await adapter.lookup(named, request);
+      const seen = await lookupSpan({ ...target, revision: target.releaseRevision, destination }, () =>
+        adapter.lookup(named, request),
+      );
       if (!seen.exists) return refuse(`the destination has no object ${named}`);
       if (seen.externalId !== named) return refuse(`the destination answered object ${seen.externalId} for ${named}`);
       if (!seen.matchesRelease)

@@ -9,6 +9,7 @@
 // EffectConflictError before any provider is touched. The ledger, not Temporal's retention, is the
 // lasting record of which effect IDs exist.
 import { randomUUID } from 'node:crypto';
+import type { Tracer } from '@opentelemetry/api';
 import {
   type Client,
   WorkflowExecutionAlreadyStartedError,
@@ -58,6 +59,7 @@ import { approvalRecords, validateEffectRequest } from './effect-request.js';
 import { planRevision, type RevisionRequest } from './effect-revision.js';
 import { type ReconcilerPassOptions, type ReconcilerPassReport, runReconcilerPass } from './reconciler-pass.js';
 import { keywordValue, staticSummaryText } from './temporal-limits.js';
+import { approveSpan, effectTracer } from './tracing.js';
 
 export interface EffectLedgerClientOptions {
   client: Client;
@@ -80,6 +82,8 @@ export interface EffectLedgerClientOptions {
    * approval, revision and run is validated against these; a worker hosts the adapters.
    */
   destinations?: readonly KnownDestination[];
+  /** The tracer approve's span is made with (default: effect-ledger's, on the process's tracer provider). */
+  tracer?: Tracer;
 }
 
 const DEFAULT_READBACK_INTERVAL_MS = 10 * 60 * 1000;
@@ -165,8 +169,13 @@ export class EffectLedgerClient {
     return this.options.client;
   }
 
-  async approve(request: unknown): Promise<ApprovalResult> {
-    return (await this.approveThrough(request, this.starter)).approval;
+  /** Approves an effect; a span (docs/tracing.md) whose trace the effect's workflow and activities continue. */
+  approve(request: unknown): Promise<ApprovalResult> {
+    return approveSpan(
+      this.options.tracer ?? effectTracer(),
+      request,
+      async () => (await this.approveThrough(request, this.starter)).approval,
+    );
   }
 
   /**

@@ -11,6 +11,7 @@ import { closeTemporalClient } from './connection-close.js';
 import { DESTINATIONS_ENV, loadDestinations } from './destination-modules.js';
 import { EffectLedgerClient, type EffectLedgerClientOptions } from './effect-ledger-client.js';
 import { connectTemporalClient, resolveTemporalTarget, type TemporalTarget } from './temporal-connection.js';
+import { startTracing } from './tracing.js';
 
 export interface OpenEffectLedgerOptions extends Partial<Omit<EffectLedgerClientOptions, 'client' | 'db'>> {
   /** Default DATABASE_URL. */
@@ -38,6 +39,8 @@ export async function openEffectLedger(options: OpenEffectLedgerOptions = {}): P
   const { databaseUrl: url = databaseUrl(), target = resolveTemporalTarget(), lazy, ...clientOptions } = options;
   const destinations =
     clientOptions.destinations ?? (await loadDestinations(process.env[DESTINATIONS_ENV], builtInContracts));
+  // OTEL_* asking for traces and no SDK installed by the application: ours, flushed by close().
+  const tracing = await startTracing({ serviceName: 'effect-ledger-client' });
   const client = await connectTemporalClient(target, { lazy });
   const ledger = openLedger(url);
   const effects = new EffectLedgerClient({
@@ -55,6 +58,7 @@ export async function openEffectLedger(options: OpenEffectLedgerOptions = {}): P
       // Temporal first: what a call it cancels does next may still read or write the ledger.
       await closeTemporalClient(client).catch(() => {});
       await ledger.close();
+      await tracing?.provider.forceFlush().catch(() => {});
     },
   };
 }

@@ -11,6 +11,7 @@ import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { type ConfigDataSource, loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
 import { withCloseGate } from './connection-close.js';
 import { loadTemporalConfig, type TemporalConfig } from './temporal-config.js';
+import { tracingClientInterceptors } from './tracing.js';
 
 export interface TemporalTarget {
   /** For Connection.connect and the worker's NativeConnection.connect alike (the same fields). */
@@ -79,13 +80,16 @@ export async function openTemporalConnection(
   return lazy ? Connection.lazy(options) : await Connection.connect(options);
 }
 
-/** A Temporal client for the target; close it with `closeTemporalClient(client)` (connection-close.ts). */
+/**
+ * A Temporal client for the target; close it with `closeTemporalClient(client)` (connection-close.ts). When this
+ * process traces (client/tracing.ts), its calls carry their trace to the workflows.
+ */
 export async function connectTemporalClient(
   target: TemporalTarget = resolveTemporalTarget(),
   options: ConnectOptions = {},
 ): Promise<Client> {
   const connection = await openTemporalConnection(target.connectionOptions, options);
-  return new Client({ connection, namespace: target.namespace });
+  return new Client({ connection, namespace: target.namespace, interceptors: tracingClientInterceptors() });
 }
 
 function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {

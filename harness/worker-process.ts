@@ -1,6 +1,7 @@
 // The worker as its own OS process (workers/main.ts), so a test can SIGKILL it mid-call.
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { tracingRequested } from '../client/tracing.js';
 import { spawnSupervised } from '../stack/reaper.js';
 import { BUILD_ID_ENV, DEPLOYMENT_NAME_ENV } from '../workers/deployment.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
@@ -43,7 +44,9 @@ export async function startWorkerProcess(
     : [process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]];
   // Our own worker gets the workflow bundle made ahead (harness/workflow-bundle.ts): it starts without
   // bundling. The packaged command bundles as a user's worker would.
-  const bundlePath = options.command ? undefined : await workflowBundlePath();
+  // With tracing asked for in its environment, the bundle with the tracing interceptors (docs/tracing.md).
+  const tracing = tracingRequested({ ...process.env, ...options.env });
+  const bundlePath = options.command ? undefined : await workflowBundlePath('current', { tracing });
   // Its build is its workflow code (the packaged command bundles for itself: a build of its own), made current as
   // soon as it polls; a test's env may name another.
   const version = bundlePath

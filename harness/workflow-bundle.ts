@@ -8,12 +8,21 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { tracingRequested } from '../client/tracing.js';
 import { projectRoot } from '../workers/config.js';
 import { buildIdOf, type DeploymentVersion } from '../workers/deployment.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import type { WorkflowCode } from '../workers/workflows-path.js';
 
-const SOURCES = ['domain', 'ledger', 'activities', 'workflows', 'workers/effect-worker.ts', 'package-lock.json'];
+const SOURCES = [
+  'domain',
+  'ledger',
+  'activities',
+  'workflows',
+  'workers/effect-worker.ts',
+  'workers/workflow-tracing.ts',
+  'package-lock.json',
+];
 const cacheDir = resolve(projectRoot, '.data/workflow-bundles');
 
 function sourceFiles(path: string): string[] {
@@ -36,24 +45,31 @@ export function workflowBundleKey(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-const made = new Map<WorkflowCode, Promise<string>>();
+const made = new Map<string, Promise<string>>();
 
-/** The path of the bundle's code (made now if this version of the sources has none yet). */
-export function workflowBundlePath(code: WorkflowCode = 'current'): Promise<string> {
-  let path = made.get(code);
+/**
+ * The path of the bundle's code (made now if this version of the sources has none yet); `tracing`, with the
+ * tracing interceptors (default: whether OTEL_* asks for traces; docs/tracing.md).
+ */
+export function workflowBundlePath(
+  code: WorkflowCode = 'current',
+  { tracing = tracingRequested() }: { tracing?: boolean } = {},
+): Promise<string> {
+  const variant = `${code}${tracing ? '-traced' : ''}`;
+  let path = made.get(variant);
   if (!path) {
-    path = makeBundle(code);
-    made.set(code, path);
+    path = makeBundle(code, tracing);
+    made.set(variant, path);
   }
   return path;
 }
 
-async function makeBundle(workflowCode: WorkflowCode): Promise<string> {
-  const key = `${workflowCode}-${workflowBundleKey()}`;
+async function makeBundle(workflowCode: WorkflowCode, tracing: boolean): Promise<string> {
+  const key = `${workflowCode}${tracing ? '-traced' : ''}-${workflowBundleKey()}`;
   const code = join(cacheDir, `${key}.js`);
   const sourceMap = join(cacheDir, `${key}.js.map`);
   if (existsSync(code) && existsSync(sourceMap)) return code;
-  const bundle = await bundleEffectWorkflows({ code: workflowCode });
+  const bundle = await bundleEffectWorkflows({ code: workflowCode, tracing });
   mkdirSync(cacheDir, { recursive: true });
   // Written aside and renamed: a process beside us that made the same bundle wins or loses whole.
   const tmp = `.${process.pid}.tmp`;

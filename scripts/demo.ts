@@ -3,11 +3,13 @@
 //   npm run demo -- --exit                     (stop after printing the trails)
 //   npm run demo -- --screenshots docs/ --exit (retake the docs' screenshots of Mailpit and the Temporal UI)
 
+import { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Command } from 'commander';
 import { messageIdFor } from '../activities/destinations/email-smtp.js';
 import { createDestinations } from '../activities/destinations/registry.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { tracingClientInterceptors } from '../client/tracing.js';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import { type SimulatorProcess, startSimulator } from '../harness/simulator/client.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
@@ -25,6 +27,7 @@ import { statusQuery } from '../workflows/contract.js';
 import { demoApprovals, lostPost } from './demo/approvals.js';
 import { type DemoDestinations, startDemoDestinations } from './demo/real-destinations.js';
 import { takeScreenshots } from './demo/screenshots.js';
+import { type DemoTraces, describeTrace, startDemoTraces } from './demo/traces.js';
 
 const options = new Command('demo')
   .option('--exit', 'stop after printing the trails')
@@ -43,12 +46,13 @@ let simulator: SimulatorProcess | undefined;
 let real: DemoDestinations | undefined;
 let ledger: Ledger | undefined;
 let worker: { shutdown(): void; running: Promise<void> } | undefined;
+let traces: DemoTraces | undefined;
 let stopping: Promise<void> | undefined;
 function shutdown(): Promise<void> {
   stopping ??= (async () => {
     worker?.shutdown();
     await worker?.running.catch(() => undefined);
-    await Promise.allSettled([simulator?.stop(), real?.stop(), ledger?.close()]);
+    await Promise.allSettled([simulator?.stop(), real?.stop(), ledger?.close(), traces?.stop()]);
     await env?.teardown();
   })();
   return stopping;
@@ -66,10 +70,11 @@ say(
     'the provider simulator, Mailpit, JetStream and an orders database...',
 );
 try {
-  [env, simulator, real] = await Promise.all([
+  [env, simulator, real, traces] = await Promise.all([
     startConfiguredDevServer(config),
     startSimulator(),
     startDemoDestinations(tag),
+    startDemoTraces(),
     migrateLedger(),
   ]);
 } catch (error) {
@@ -81,7 +86,15 @@ try {
 }
 try {
   ledger = openLedger(databaseUrl());
-  const clientOptions = { client: env.client, db: ledger.db, taskQueue: config.taskQueue };
+  // Traced (a Jaeger was built): the approvals' client carries each effect's trace into its workflow.
+  const client = traces
+    ? new Client({
+        connection: env.client.connection,
+        namespace: config.namespace,
+        interceptors: tracingClientInterceptors(),
+      })
+    : env.client;
+  const clientOptions = { client, db: ledger.db, taskQueue: config.taskQueue };
   const effects = new EffectLedgerClient(clientOptions);
   const workflowBundle = await bundleEffectWorkflows();
   const effectWorker = await createEffectWorker({
@@ -177,6 +190,15 @@ try {
       '',
     ].join('\n'),
   );
+
+  if (traces) {
+    try {
+      for (const line of await describeTrace(traces, invoiceId, options.screenshots)) say(line);
+    } catch (error) {
+      say(`(the invoice's trace could not be read from Jaeger: ${(error as Error).message})`);
+    }
+    say();
+  } else say('(no Jaeger built, so no traces: scripts/setup.sh builds one into bin/; docs/tracing.md)\n');
 
   if (options.screenshots) {
     if (!email) throw new Error('the invoice email is not in Mailpit: no screenshot of it');

@@ -26,6 +26,7 @@ import { DESTINATIONS_ENV, DestinationModuleError, loadDestinations } from '../c
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { validateEffectRequest } from '../client/effect-request.js';
 import { connectTemporalClient, resolveTemporalTarget } from '../client/temporal-connection.js';
+import { startTracing } from '../client/tracing.js';
 import { isDecisionKind } from '../domain/decisions.js';
 import { catalogOf, DestinationDefinitionError, type KnownDestination } from '../domain/destination.js';
 import { EFFECT_STAGES, type EffectStage, isEffectStage } from '../domain/stages.js';
@@ -76,6 +77,8 @@ function knownDestinations(): Promise<KnownDestination[]> {
 async function openSession(): Promise<Session> {
   const destinations = await knownDestinations();
   const config = resolveTemporalTarget();
+  // OTEL_* asking for traces: an approval or a decision from here is a span (docs/tracing.md), flushed at close.
+  const tracing = await startTracing({ serviceName: 'effect-ledger-cli' });
   // Lazy: `list` and the ledger half of `status` answer while Temporal is unreachable.
   const client = await connectTemporalClient(config, { lazy: true });
   const ledger: Ledger = openLedger(databaseUrl(), { max: 2 });
@@ -87,6 +90,7 @@ async function openSession(): Promise<Session> {
       // Temporal first (connection-close.ts): a call it cancels may still read the ledger.
       await closeTemporalClient(client).catch(() => {});
       await ledger.close();
+      await tracing?.shutdown().catch(() => {});
     },
   };
 }

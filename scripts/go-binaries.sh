@@ -4,7 +4,8 @@
 # cache these builds are most of a fresh machine's set-up, so they run in the background, and in an order that
 # lets Go's build cache serve one from another: the Temporal CLI first, then the cluster's server, schema tool
 # and UI server from the same module (harness/temporal-binaries/go.mod: the versions the CLI is built with),
-# whose packages are then almost all in the cache. Mailpit and Toxiproxy are modules of their own.
+# whose packages are then almost all in the cache. Mailpit, Toxiproxy and Jaeger (the tracing test's OTLP receiver)
+# are modules of their own.
 go_binaries_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 go_binaries_module="$go_binaries_root/harness/temporal-binaries"
 source "$go_binaries_root/scripts/timing.sh"
@@ -64,7 +65,7 @@ build_cli() {
   build_go_binary temporal github.com/temporalio/cli/cmd/temporal "$go_binaries_module"
 }
 
-# The CLI, Mailpit and Toxiproxy (what the dev-server suite and the demo need). While the CLI builds,
+# The CLI, Mailpit, Toxiproxy and Jaeger (what the dev-server suite and the demo need). While the CLI builds,
 # bin/.building-temporal holds the build's PID: the cluster's build waits for it to share its cache.
 start_tool_builds() {
   if [ -z "${TEMPORAL_CLI:-}" ] && needs_go_binary temporal; then
@@ -77,6 +78,11 @@ start_tool_builds() {
   if needs_go_binary toxiproxy-server "${TOXIPROXY_BIN:-}"; then
     go_build_in_background toxiproxy-server \
       build_go_binary toxiproxy-server github.com/Shopify/toxiproxy/v2/cmd/server @v2.12.0 server
+  fi
+  if needs_go_binary jaeger-all-in-one "${JAEGER_BIN:-}"; then
+    # scripts/build-jaeger.sh: `go install` refuses its module; about 410 CPU-seconds from a cold cache (the CLI's
+    # cache saves none of it: its dependencies are other versions).
+    go_build_in_background jaeger-all-in-one bash "$go_binaries_root/scripts/build-jaeger.sh" "$go_binaries_root/bin/jaeger-all-in-one"
   fi
 }
 

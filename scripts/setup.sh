@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Brings a fresh machine to the point where the demo and the tests can run: Node dependencies, a PostgreSQL
-# on 127.0.0.1:5432 (or DATABASE_URL's), Debian's Chromium and nats-server, the Temporal CLI, Mailpit and
-# Toxiproxy. Sourced by demo.sh, cluster.sh, test.sh and test-cluster.sh. The slow parts — the Go builds
+# on 127.0.0.1:5432 (or DATABASE_URL's), Debian's Chromium and nats-server, the Temporal CLI, Mailpit,
+# Toxiproxy and Jaeger. Sourced by demo.sh, cluster.sh, test.sh and test-cluster.sh. The slow parts — the Go builds
 # (minutes on a cold Go cache) and apt — start first, in the background, while npm ci runs; setup_wait waits
 # for them. With SETUP_DEFER_WAIT=1 (test.sh) the caller does other work first (typecheck, lint) and calls
 # setup_wait itself. Each step is marked as a phase (scripts/timing.sh).
@@ -12,7 +12,7 @@ source scripts/go-binaries.sh
 
 step() { printf '\033[1m▸ %s\033[0m\n' "$*" >&2; }
 
-# 0. The Go builds (scripts/go-binaries.sh): the Temporal CLI, Mailpit, Toxiproxy, each only if missing.
+# 0. The Go builds (scripts/go-binaries.sh): the Temporal CLI, Mailpit, Toxiproxy, Jaeger, each only if missing.
 start_tool_builds
 
 # 0b. Debian's packages the machine lacks, in one apt run in the background: nats-server (the tests start

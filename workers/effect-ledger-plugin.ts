@@ -29,6 +29,7 @@ import type { Destinations } from '../activities/destinations/registry.js';
 import type { EffectMetrics } from '../activities/effect-metrics.js';
 import { createActivities } from '../activities/index.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { activeTracing, type Tracing } from '../client/tracing.js';
 import {
   closeAdapter,
   type DestinationCatalog,
@@ -61,6 +62,7 @@ import {
 } from './ledger-reconciler.js';
 import { effectLedgerNexusHandler } from './nexus-service.js';
 import { requireSearchAttributes } from './search-attribute-check.js';
+import { traceWorker, tracingActivityInterceptors, tracingSinks } from './tracing.js';
 import { type WorkflowCode, workflowsPathOf } from './workflows-path.js';
 
 export interface EffectLedgerPluginOptions {
@@ -115,6 +117,11 @@ export interface EffectLedgerPluginOptions {
    * drains the effects started before Worker Versioning (docs/deploy.md, "Upgrading from an unversioned worker").
    */
   workflowCode?: WorkflowCode;
+  /**
+   * Traces (docs/tracing.md): the SDK whose span processor takes the workflows' spans (default: the one
+   * startTracing installed in this process, if any); false: none, even then.
+   */
+  tracing?: Tracing | false;
 }
 
 /**
@@ -210,7 +217,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
       hosted: Object.keys(this.hosted),
       notHosted: this.notHosted,
     });
-    return {
+    const worker: WorkerOptions = {
       // A send in flight at SIGTERM gets time to finish and record its answer, rather than become UNKNOWN.
       shutdownGraceTime: '30 seconds',
       maxCachedWorkflows: this.settings.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
@@ -221,6 +228,12 @@ export class EffectLedgerPlugin extends SimplePlugin {
       nexusServices: [...(configured.nexusServices ?? []), effectLedgerNexusHandler(effects)],
       ...this.workflows(configured),
     };
+    return traceWorker(worker, this.tracing);
+  }
+
+  /** The SDK the workers' spans go to, if any (workers/tracing.ts). */
+  private get tracing(): Tracing | undefined {
+    return this.settings.tracing === false ? undefined : (this.settings.tracing ?? activeTracing());
   }
 
   /** The worker's deployment version: its own options, else the plugin's, else the environment's; never none. */
@@ -237,7 +250,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
 
   override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
     const configured = super.configureReplayWorker(options);
-    return { ...configured, ...this.workflows(configured) };
+    return { ...configured, ...this.workflows(configured), sinks: tracingSinks(undefined, configured.sinks) };
   }
 
   /**
@@ -335,6 +348,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
           // the ledger (readback_pace), first come first served, and a newcomer would wait behind them.
           maxConcurrentActivityTaskExecutions: Math.max(2, Math.ceil(readbackRate(adapter) / 2)),
           shutdownGraceTime: worker.options.shutdownGraceTime,
+          ...(this.tracing ? { interceptors: { activity: tracingActivityInterceptors() } } : {}),
         }),
       ),
     );

@@ -12,24 +12,35 @@ import {
 } from '@temporalio/worker';
 import type { ActivityDeps } from '../activities/index.js';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { tracingRequested } from '../client/tracing.js';
 import { EffectLedgerPlugin, type EffectLedgerPluginOptions } from './effect-ledger-plugin.js';
 import type { ReconcilerPassObserver } from './ledger-reconciler.js';
+import { TRACING_WORKFLOW_MODULES } from './tracing.js';
 import { type WorkflowCode, workflowsPath, workflowsPathOf } from './workflows-path.js';
 
 export { workflowsPath };
 
 /**
  * Bundles the workflow code once; tests and the demo reuse the bundle across workers. The replay test
- * also bundles deliberately altered copies (another workflows path, or extra interceptor modules).
+ * also bundles deliberately altered copies (another workflows path, or extra interceptor modules). `tracing`
+ * (default: whether OTEL_* asks for traces now) includes the tracing interceptors (docs/tracing.md): a worker
+ * that traces needs them in its bundle; one that does not drops their spans.
  */
 export function bundleEffectWorkflows(
   options: Partial<Pick<BundleOptions, 'workflowsPath' | 'workflowInterceptorModules' | 'webpackConfigHook'>> & {
     /** Which workflow code (default the current; `v6`, the frozen code that drains pre-versioning effects). */
     code?: WorkflowCode;
+    tracing?: boolean;
   } = {},
 ): Promise<WorkflowBundleWithSourceMap> {
-  const { code, ...bundle } = options;
-  return bundleWorkflowCode({ workflowsPath: workflowsPathOf(code), ...bundle, logger: new DefaultLogger('WARN') });
+  const { code, tracing = tracingRequested(), ...bundle } = options;
+  const modules = [...(bundle.workflowInterceptorModules ?? []), ...(tracing ? TRACING_WORKFLOW_MODULES : [])];
+  return bundleWorkflowCode({
+    workflowsPath: workflowsPathOf(code),
+    ...bundle,
+    ...(modules.length ? { workflowInterceptorModules: modules } : {}),
+    logger: new DefaultLogger('WARN'),
+  });
 }
 
 export interface EffectWorkerOptions extends Omit<ActivityDeps, 'destinations'> {

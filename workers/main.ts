@@ -8,7 +8,8 @@
 // resumed), EFFECT_LEDGER_RECONCILE_PAGE_SIZE (default 500: unfinished effects per reconciler page; docs/reconciler.md),
 // EFFECT_LEDGER_MAX_CACHED_WORKFLOWS (default 250: workflows kept in the sticky cache, what bounds the worker's
 // memory however many effects wait; docs/price-at-scale.md),
-// EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout),
+// EFFECT_LEDGER_LOG_LEVEL (default INFO; logs are JSON lines on stdout), OTEL_* (traces, off unless they ask;
+// docs/tracing.md),
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
 // endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
 // activities get to finish), EFFECT_LEDGER_WORKFLOW_BUNDLE (the path of the workflow code bundled ahead of
@@ -24,6 +25,7 @@ import { type LogLevel, Worker } from '@temporalio/worker';
 import { closeTemporalClient } from '../client/connection-close.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { connectTemporalClient, describeTarget, resolveTemporalTarget } from '../client/temporal-connection.js';
+import { startTracing } from '../client/tracing.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
 import { isLostConnection } from './connection-loss.js';
 import { deploymentFromEnv, requireDeployment } from './deployment.js';
@@ -59,6 +61,8 @@ const deployment = requireDeployment(deploymentFromEnv());
 const workflowCode = process.env.EFFECT_LEDGER_WORKFLOW_CODE ?? 'current';
 if (!isWorkflowCode(workflowCode))
   throw new Error(`EFFECT_LEDGER_WORKFLOW_CODE must be one of ${WORKFLOW_CODES.join(', ')}, not ${workflowCode}`);
+// OTEL_* asking for traces (docs/tracing.md): the SDK, before any client is made; the plugin takes it.
+const tracing = await startTracing({ serviceName: 'effect-ledger-worker' });
 const reconcileEveryMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
 // Loaded before anything connects: a destinations module that is wrong stops the worker with why.
 const destinations = await loadWorkerDestinations();
@@ -107,4 +111,5 @@ try {
 } finally {
   await Promise.allSettled([connection.close(), closeTemporalClient(client)]);
   await ledger.close();
+  await tracing?.shutdown();
 }

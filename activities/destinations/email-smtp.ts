@@ -18,6 +18,7 @@ import { canonicalJson, sha256Hex } from '../../ledger/fingerprint.js';
 import { emailSmtpContract } from './email-smtp-contract.js';
 import { foreignBodyVerdict } from './exact-match.js';
 import { getJson } from './http-read.js';
+import { smtpSpan } from './protocol-spans.js';
 import { openSmtpSession, SessionDeadline, type SmtpSession } from './smtp-session.js';
 
 export { emailSmtpContract };
@@ -170,7 +171,9 @@ export function emailSmtp(settings: EmailSettings): DestinationAdapter {
       });
       sending.catch(() => {});
       try {
-        const info = await Promise.race([sending, session.deadline]);
+        const info = await smtpSpan(settings.smtpHost, settings.smtpPort, () =>
+          Promise.race([sending, session.deadline]),
+        );
         return {
           class: 'confirmed',
           httpStatus: 250,

@@ -1,6 +1,7 @@
 // Turns what an HTTP exchange produced into the domain's outcome classes (domain/outcomes.ts). Shared by adapters of
 // HTTP destinations; an adapter whose provider documents a status differently overrides it.
 import type { ResponseDetail, SendOutcome } from '../../domain/destination-contract.js';
+import { tracedFetch } from './protocol-spans.js';
 
 // Errors raised before any byte of the request left: the provider cannot have seen it.
 const NOT_SENT_CODES = new Set([
@@ -127,7 +128,7 @@ export async function sendJson(
   let response: Response;
   let text: string;
   try {
-    response = await fetch(url, {
+    response = await tracedFetch(url, {
       method,
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),

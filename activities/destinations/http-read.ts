@@ -1,5 +1,7 @@
 // GETs for readback. A failed read is transient (thrown, so the activity retries with backoff);
 // 404 is an answer, not a failure.
+import { tracedFetch } from './protocol-spans.js';
+
 export class ProviderReadError extends Error {
   override readonly name: string = 'ProviderReadError';
 }
@@ -37,7 +39,7 @@ export async function getJson<T>(
   await bounds.beforeRequest?.();
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    response = await fetch(url, {
+    response = await tracedFetch(url, {
       headers,
       signal: bounds.signal ? AbortSignal.any([timeout, bounds.signal]) : timeout,
     });

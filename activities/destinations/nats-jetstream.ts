@@ -15,6 +15,7 @@ import type {
 import { canonicalJson, sha256Hex } from '../../ledger/fingerprint.js';
 import { foreignBodyVerdict } from './exact-match.js';
 import { natsJetStreamContract } from './nats-jetstream-contract.js';
+import { publishSpan } from './protocol-spans.js';
 
 export { natsJetStreamContract };
 
@@ -118,12 +119,19 @@ export function natsJetStream(settings: JetStreamSettings): DestinationAdapter {
       meta.set('Effect-Id', String(pkg.body.effect_id));
       try {
         const js = jetstream(nc, { timeout: timeoutMs });
-        const ack = await js.publish(subjectFor(settings.subjectPrefix, idempotencyKey), data, {
-          msgID: idempotencyKey,
-          headers: meta,
-          expect: { streamName: settings.stream },
-          timeout: timeoutMs,
-        });
+        const subject = subjectFor(settings.subjectPrefix, idempotencyKey);
+        const ack = await publishSpan(
+          settings.servers,
+          { name: subject, template: `${settings.subjectPrefix}.*` },
+          idempotencyKey,
+          () =>
+            js.publish(subject, data, {
+              msgID: idempotencyKey,
+              headers: meta,
+              expect: { streamName: settings.stream },
+              timeout: timeoutMs,
+            }),
+        );
         // The window the stream really keeps, recorded with the answer (the contract declares the default).
         const info = await jetstreamManager(nc, { timeout: timeoutMs })
           .then((jsm) => jsm.streams.info(settings.stream))

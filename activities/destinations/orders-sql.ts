@@ -16,6 +16,7 @@ import { canonicalJson, sha256Hex } from '../../ledger/fingerprint.js';
 import { foreignBodyVerdict } from './exact-match.js';
 import { classifyTransportError } from './http-outcome.js';
 import { ordersSqlContract } from './orders-sql-contract.js';
+import { sqlSpan } from './protocol-spans.js';
 
 export { ordersSqlContract };
 
@@ -59,11 +60,16 @@ class CallTimeout extends Error {
  * One connection per call, ended with it: a statement that timed out must not leave a socket that a later
  * call would queue behind, and a refused connection is then always "nothing left".
  */
-async function withConnection<T>(
+function withConnection<T>(
   databaseUrl: string,
   timeoutMs: number,
+  operation: 'INSERT' | 'SELECT',
   fn: (sql: postgres.Sql) => Promise<T>,
 ): Promise<T> {
+  return sqlSpan(databaseUrl, operation, 'orders', () => onConnection(databaseUrl, timeoutMs, fn));
+}
+
+async function onConnection<T>(databaseUrl: string, timeoutMs: number, fn: (sql: postgres.Sql) => Promise<T>) {
   const sql = postgres(databaseUrl, {
     max: 1,
     // No array-type query on connect: the INSERT is the connection's first statement, and a connection ended
@@ -110,6 +116,7 @@ export function ordersSql(databaseUrl: string): DestinationAdapter {
         [row] = await withConnection(
           databaseUrl,
           timeoutMs,
+          'INSERT',
           (sql) => sql<OrderRow[]>`
           WITH inserted AS (
             INSERT INTO orders (effect_key, body, body_sha256)
@@ -141,7 +148,7 @@ export function ordersSql(databaseUrl: string): DestinationAdapter {
     },
 
     async readBack(request: ReadbackRequest): Promise<ReadbackResult> {
-      const rows = await withConnection(databaseUrl, 10_000, (sql) =>
+      const rows = await withConnection(databaseUrl, 10_000, 'SELECT', (sql) =>
         select(sql, 'effect_key', request.idempotencyKey),
       );
       request.onPage?.();
@@ -168,7 +175,7 @@ export function ordersSql(databaseUrl: string): DestinationAdapter {
 
     async lookup(externalId, request): Promise<LookupResult> {
       if (!/^[0-9]{1,18}$/.test(externalId)) return { exists: false };
-      const [row] = await withConnection(databaseUrl, 10_000, (sql) => select(sql, 'order_id', externalId));
+      const [row] = await withConnection(databaseUrl, 10_000, 'SELECT', (sql) => select(sql, 'order_id', externalId));
       if (!row) return { exists: false };
       return {
         exists: true,
