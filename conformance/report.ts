@@ -70,7 +70,7 @@ export function conformanceTable(report: Omit<ConformanceReport, 'table'>): stri
     }
     const skipped = new Map<string, string[]>();
     for (const s of d.skipped) skipped.set(s.why, [...(skipped.get(s.why) ?? []), `${s.fault} × ${s.kind}`]);
-    for (const [why, cells] of skipped) out.push(`  not applicable (${why}): ${cells.join(', ')}`);
+    for (const [why, cells] of skipped) out.push(`  n/a (${why}): ${cells.join(', ')}`);
     out.push('');
   }
   if (report.violations.length) {
@@ -82,5 +82,6 @@ export function conformanceTable(report: Omit<ConformanceReport, 'table'>): stri
           : `  ${v.destination} · ${v.fault} · ${STEP_LABEL[v.kind as StepKind]} (${v.phase}): ${v.what}`,
       );
   } else out.push('no violations');
+  if (report.devServerLog) out.push(`the Temporal dev server's log: ${report.devServerLog}`);
   return out.join('\n');
 }

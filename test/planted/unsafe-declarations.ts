@@ -1,0 +1,237 @@
+// PLANTED, test-only: one unsafe destination per provider-shape fault of the conformance kit (issue 26), each
+// as a user would write it, on the provider simulator, and the fault that must expose it, by name. All in one
+// place: where the destination API comes to refuse one at definition, its entry says so (`refusedAtDefinition`)
+// and test/conformance-planted.test.ts asserts the refusal instead. test/conformance-planted.test.ts runs each on
+// its fault's row (main step) and expects the violations named here.
+import type { HttpDestinationSpec, ReferenceReadback } from '../../activities/destinations/http-destination.js';
+import { httpAdapter, httpContract } from '../../activities/destinations/http-destination.js';
+import { classifyTransportError } from '../../activities/destinations/http-outcome.js';
+import { keyedApiSpec } from '../../activities/destinations/keyed-api.js';
+import { socialFeedSpec } from '../../activities/destinations/social-feed.js';
+import type { FaultName } from '../../conformance/faults.js';
+import type { ConformanceTarget, ConformanceTargets } from '../../conformance/target.js';
+import { type Destination, defineDestination } from '../../domain/destination.js';
+import type { DestinationAdapter, SendOutcome } from '../../domain/destination-contract.js';
+import { keyedApiTarget, socialFeedTarget } from '../../harness/conformance-targets.js';
+
+export interface PlantedDeclaration {
+  name: string;
+  /** The fault whose row it must fail. */
+  fault: FaultName;
+  /** What is unsafe about it, in a few words (the report's). */
+  unsafe: string;
+  /** The destination as the user's module exports it; a thunk, so a refusal at definition can be caught. */
+  define: () => Destination;
+  target: ConformanceTarget;
+  /** The violations its row must show, each matched against one of the row's. */
+  violations: RegExp[];
+  /** Set where the destination API refuses the declaration itself: what the refusal must name. */
+  refusedAtDefinition?: RegExp;
+}
+
+/** A target on the simulator whose `declaration` is the planted one: the kit's proxy reads its fields. */
+function declared(base: () => ConformanceTarget, declaration: HttpDestinationSpec): ConformanceTarget {
+  return { start: async () => ({ ...(await base().start()), declaration }) };
+}
+
+const viaEnv = (spec: HttpDestinationSpec) =>
+  defineDestination({
+    contract: httpContract(spec),
+    connect: ({ env }) =>
+      env.EFFECT_LEDGER_PROVIDER_URL ? httpAdapter(spec, { baseUrl: env.EFFECT_LEDGER_PROVIDER_URL }) : undefined,
+  });
+
+/** The feed (key-less, read back by listing), its listing declared newest first within a clock tolerance. */
+const listing = (name: string, clockToleranceMs: number): HttpDestinationSpec => ({
+  ...socialFeedSpec,
+  name,
+  // A listing the declaration says is in time order: a scan may stop at the first item older than the attempt.
+  // (Before issue 26's fix the declarative listing assumed this, with 5 s, whatever was declared.)
+  readback: [{ ...(socialFeedSpec.readback[0] as object), newestFirst: { clockToleranceMs } } as never],
+  // Absence over the listing is taken as proven: a same-key (key-less) retry follows without a person.
+  retryAfterProvenAbsence: true,
+});
+
+/** The keyed API without its key, read back only through its reference search. */
+const searchOnly = (name: string): HttpDestinationSpec => {
+  const { idempotencyKey: _, plans: __, ...keyless } = keyedApiSpec;
+  return {
+    ...keyless,
+    name,
+    readback: [keyedApiSpec.readback[1] as ReferenceReadback],
+    retryAfterProvenAbsence: true,
+  };
+};
+
+const clockSkew = listing('planted-listing-clock', 5_000);
+const pinned = listing('planted-listing-pinned', 60_000);
+const lagging = searchOnly('planted-search-lag');
+const forgetful: HttpDestinationSpec = {
+  ...keyedApiSpec,
+  name: 'planted-key-forgotten',
+  plans: {},
+  // The provider keeps a key a second; readback rests on the key alone, and the key is trusted to dedupe a retry.
+  idempotencyKey: {
+    ...(keyedApiSpec.idempotencyKey as NonNullable<HttpDestinationSpec['idempotencyKey']>),
+    retentionSeconds: 1,
+  },
+  readback: [keyedApiSpec.readback[0] as NonNullable<(typeof keyedApiSpec.readback)[0]>],
+};
+const notSent503: HttpDestinationSpec = {
+  ...socialFeedSpec,
+  name: 'planted-503-keyless',
+  // "The docs say 503 means not processed" on an API that honours no key: the resend is a second post.
+  statuses: { 503: { class: 'not_sent', reason: 'the provider documents 503 as not processed' } },
+};
+const outliving = searchOnly('planted-send-outlives-deadline');
+const asText: HttpDestinationSpec = { ...keyedApiSpec, name: 'planted-time-as-text', plans: {} };
+
+/**
+ * A hand-written send over a key-less API that returns at its deadline while its request goes on (an SDK's own
+ * request, with no way to stop it): the deadline is kept, the request is not.
+ */
+function outlivingAdapter(baseUrl: string): DestinationAdapter {
+  const declared = httpAdapter(outliving, { baseUrl });
+  return {
+    ...declared,
+    async send({ package: pkg, timeoutMs }): Promise<SendOutcome> {
+      const request = fetch(`${baseUrl.replace(/\/+$/, '')}/v1/objects`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(pkg.body),
+      }).then(
+        async (answer): Promise<SendOutcome> => {
+          const body = (await answer.json()) as { id: string; created_at: string };
+          return {
+            class: 'confirmed',
+            httpStatus: answer.status,
+            externalId: body.id,
+            occurredAt: body.created_at,
+            detail: { reason: 'created' },
+          };
+        },
+        (error: unknown) => classifyTransportError(error),
+      );
+      const deadline = new Promise<SendOutcome>((resolve) =>
+        setTimeout(
+          () => resolve({ class: 'unknown', detail: { reason: `no answer within ${timeoutMs} ms` } }),
+          timeoutMs,
+        ),
+      );
+      return Promise.race([request, deadline]);
+    },
+  };
+}
+
+/** The provider's creation time handed on as the text it was (as the declarative adapter did before issue 26). */
+function timeAsTextAdapter(baseUrl: string): DestinationAdapter {
+  const declared = httpAdapter(asText, { baseUrl });
+  const raw = (body: unknown) => String((body as { created_at?: unknown } | undefined)?.created_at);
+  return {
+    ...declared,
+    async send(request) {
+      const outcome = await declared.send(request);
+      return outcome.class === 'confirmed' ? { ...outcome, occurredAt: raw(outcome.detail.body) } : outcome;
+    },
+  };
+}
+
+export const PLANTED: readonly PlantedDeclaration[] = [
+  {
+    name: clockSkew.name,
+    fault: 'clock-behind',
+    unsafe: 'a listing declared newest first within 5 s of the ledger’s clock',
+    define: () => viaEnv(clockSkew),
+    target: declared(socialFeedTarget, clockSkew),
+    violations: [
+      /\(probe\): readback said absent .* but the object had landed/,
+      /\(workflow\): the workflow left 2 objects/,
+    ],
+  },
+  {
+    name: pinned.name,
+    fault: 'pinned-old-item',
+    unsafe: 'a listing declared newest first (within 60 s)',
+    define: () => viaEnv(pinned),
+    target: declared(socialFeedTarget, pinned),
+    violations: [
+      /\(probe\): readback said absent .* but the object had landed/,
+      /\(workflow\): the workflow left 2 objects/,
+    ],
+  },
+  {
+    name: lagging.name,
+    fault: 'search-lag',
+    unsafe: 'a search that lags writes, declared with no lag and a short absence grace',
+    define: () => viaEnv(lagging),
+    target: declared(keyedApiTarget, lagging),
+    violations: [
+      /\(probe\): readback said absent .* but the object had landed/,
+      /\(workflow\): the workflow left 2 objects/,
+    ],
+  },
+  {
+    name: forgetful.name,
+    fault: 'key-forgotten',
+    unsafe: 'a key kept 1 s, and a readback that rests on the key alone',
+    define: () => viaEnv(forgetful),
+    target: declared(keyedApiTarget, forgetful),
+    violations: [
+      /\(probe\): readback was inconclusive .* but the object had landed/,
+      /\(workflow\): the workflow left 2 objects/,
+    ],
+  },
+  {
+    name: notSent503.name,
+    fault: '503-after-commit',
+    unsafe: '503 declared "not sent" on an API that honours no key',
+    define: () => viaEnv(notSent503),
+    target: declared(socialFeedTarget, notSent503),
+    violations: [
+      /\(probe\): classified not_sent .* but the object landed/,
+      /\(workflow\): the workflow left 2 objects/,
+    ],
+  },
+  {
+    name: outliving.name,
+    fault: 'send-outlives-deadline',
+    unsafe: 'a hand-written send that returns at its deadline and leaves its request running',
+    define: () =>
+      defineDestination({
+        contract: httpContract(outliving),
+        connect: ({ env }) =>
+          env.EFFECT_LEDGER_PROVIDER_URL ? outlivingAdapter(env.EFFECT_LEDGER_PROVIDER_URL) : undefined,
+      }),
+    target: declared(keyedApiTarget, outliving),
+    violations: [/\(probe\): an object landed after the in-flight window/, /\(workflow\): the workflow left 2 objects/],
+  },
+  {
+    name: asText.name,
+    fault: 'epoch-timestamps',
+    unsafe: 'a creation time handed on as the text the provider wrote',
+    define: () =>
+      defineDestination({
+        contract: httpContract(asText),
+        connect: ({ env }) =>
+          env.EFFECT_LEDGER_PROVIDER_URL ? timeAsTextAdapter(env.EFFECT_LEDGER_PROVIDER_URL) : undefined,
+      }),
+    target: declared(keyedApiTarget, asText),
+    violations: [
+      /\(probe\): the send's time "\d+" is not a time the ledger can store/,
+      /\(workflow\): the effect did not close .*failing, attempt \d+: .*Invalid time value/,
+    ],
+  },
+];
+
+/** The planted destinations that can be declared (a refused one is asserted refused, and not run). */
+export function plantedModule(): { destinations: Destination[]; conformance: ConformanceTargets } {
+  const runnable = PLANTED.filter((p) => !p.refusedAtDefinition);
+  return {
+    destinations: runnable.map((p) => p.define()),
+    conformance: Object.fromEntries(runnable.map((p) => [p.name, p.target])),
+  };
+}
+
+const planted = plantedModule();
+export default planted.destinations;
+export const conformance = planted.conformance;
