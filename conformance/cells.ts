@@ -27,7 +27,6 @@ import { within } from '../stack/wait-for.js';
 import { statusQuery } from '../workflows/contract.js';
 import type { Calibration } from './calibration.js';
 import { carrierName } from './carrier.js';
-import { startFaultProxy } from './fault-proxy.js';
 import {
   applyFault,
   type FaultName,
@@ -37,7 +36,6 @@ import {
   type StepKind,
   undeclaredSearchLagMs,
 } from './faults.js';
-import { startHoldProxy } from './hold-proxy.js';
 import type { KitStack } from './kit-stack.js';
 import { lateTimers, retried } from './patience.js';
 import type { ProviderShape } from './provider-shape.js';
@@ -155,11 +153,12 @@ interface FaultLink {
 
 async function linkFor(ctx: CellContext, name: string, fault: FaultName, reference: string): Promise<FaultLink> {
   const { server, callTimeoutMs: t, absenceGraceMs: grace } = ctx;
+  const { proxies } = ctx.kit;
   const own =
     fault === 'send-outlives-deadline'
-      ? await startHoldProxy(server.upstream, holdMs(t, grace))
+      ? await proxies.hold(server.upstream, holdMs(t, grace))
       : isProviderFault(fault) && ctx.shape
-        ? await startFaultProxy({
+        ? await proxies.fault({
             upstream: server.upstream,
             shape: ctx.shape,
             fault,

@@ -2,20 +2,20 @@
 // Toxiproxy cannot make, because they live in the answers: it reads each exchange as HTTP and JSON and changes
 // what the declaration says the API is (provider-shape.ts). Every request is forwarded to the real API as it came
 // (the API makes what it makes); what the adapter hears back is what the fault changes:
-//   clock-behind / clock-ahead  every creation time the API writes, 10 s earlier / later (as an API whose clock
-//                               is off writes them); the first request's answer is lost (readback decides), and
-//                               another writer's object lands just after ours, so ours is not the newest
+//   clock-behind / clock-ahead  the API's clock 10 s off the ledger's: every creation time it writes, and the Date
+//                               header of every answer; the first request's answer is lost (readback decides)
 //   pinned-old-item             the listing's first page begins with an old object (a copy of the oldest listed,
-//                               dated a day back), as a pinned post does; the answer to the first request is lost
+//                               dated a day back), as a pinned post does; the first answer is lost
 //   search-lag                  reference searches do not show an object until it is L old; the first answer lost
 //   key-forgotten               the API's reads are down (503) until it has forgotten our key, after the declared
 //                               retention (a read outage longer than the retention); then a lookup of the key
 //                               answers 404 and a request with it reaches the API as new; the first answer lost
 //   503-after-commit            the first request is forwarded, made, and answered 503 with Retry-After: 1
 //   epoch-timestamps            every creation time the API writes, as unix seconds
-// Listing pages: a provider's page may be shorter than asked, so while a listing is faulted the proxy serves it in
-// pages that end just before our object, the worst case of the fault: whatever a scan concludes from page one,
-// it concludes without having seen ours.
+// A busy listing: where our object would be on a listing's first page, the proxy shows others' objects made after
+// it (copies of ours under references of their own, only in this proxy's answers), as many as push ours to the
+// top of the second page, in pages as long as the API's own: whatever a scan concludes from page one under the
+// clock and pinned faults, it concludes without having seen ours.
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ProviderFault } from './faults.js';
@@ -89,6 +89,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const agent = new Agent({ keepAlive: true });
   const time = shape.createdAt;
   const keyHeader = shape.key?.header.toLowerCase();
+  const keyLookups = shape.keyLookups.map((source) => new RegExp(source));
   const retentionMs = (shape.key?.retentionSeconds ?? 0) * 1000;
   /** Keys as the API knows them: our key → the key it last registered, and when. */
   const registered = new Map<string, { upstreamKey: string; at: number }>();
@@ -128,6 +129,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   function reply(res: ServerResponse, answer: Answer, json?: unknown) {
     const body = json === undefined ? answer.body : Buffer.from(JSON.stringify(json));
     const headers = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !HOP_BY_HOP.has(name)));
+    // The API's clock shows in its Date header too.
+    const shift = fault === 'clock-behind' ? -CLOCK_SKEW_MS : fault === 'clock-ahead' ? CLOCK_SKEW_MS : 0;
+    const date = Date.parse(String(answer.headers.date));
+    if (shift && Number.isFinite(date)) headers.date = new Date(date + shift).toUTCString();
     res.writeHead(answer.status, { ...headers, 'content-length': body.length }).end(body);
   }
 
@@ -163,7 +168,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   /** A lookup of a key the API forgot asks for one it never knew: 404. */
   function lookedUp(path: string): string {
     const [pathname = '', query] = path.split('?');
-    for (const pattern of shape.keyLookups) {
+    for (const pattern of keyLookups) {
       const match = pattern.exec(pathname);
       if (!match?.[1]) continue;
       const key = decodeURIComponent(match[1]);
@@ -175,16 +180,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     return path;
   }
 
-  /** Another writer's object, made just after ours: the same request under a reference (and key) of its own. */
-  async function anotherWriter(method: string, path: string, headers: IncomingHttpHeaders, json: unknown) {
-    const copy = structuredClone(json);
-    setAt(copy, shape.referenceField, `${reference}.later`);
-    const key = keyHeader ? headers[keyHeader] : undefined;
-    const own = typeof key === 'string' && keyHeader ? { [keyHeader]: `${key}.later` } : {};
-    await forward(method, path, { ...headers, ...own }, Buffer.from(JSON.stringify(copy))).catch(() => undefined);
-  }
-
-  /** The listing, re-paged so that our object begins the second page; a pinned old item on top. */
+  /** The listing as a busy API shows it: others' objects above ours, to the top of page two; a pinned old item. */
   async function repaged(listing: ListingShape, url: URL, headers: IncomingHttpHeaders): Promise<[Answer, unknown]> {
     const cursor = url.searchParams.get(listing.cursorParam);
     const path = `${url.pathname}${url.search}`;
@@ -219,22 +215,36 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       if (retimes) retimeAll(first.json);
       return [first.answer, first.json];
     }
-    if (retimes) for (const item of items) retime(item);
-    const listed = [...items];
-    if (fault === 'pinned-old-item') {
-      const oldest = [...items].reverse().find((item) => !isOurs(item));
-      if (oldest) {
-        const pinned = structuredClone(oldest);
-        setAt(pinned, time.field, writtenLike(valueAt(pinned, time.field), Date.now() - DAY_MS, time.format));
-        listed.unshift(pinned);
-      }
-    }
-    const ours = listed.findIndex(isOurs);
-    const size = ours >= 1 ? ours : Math.max(1, first.length);
+    const pinned = fault === 'pinned-old-item' ? pinnedCopy(items) : undefined;
+    const ours = items.findIndex(isOurs);
+    const size = Math.max(1, first.length);
+    const others = ours < 0 ? [] : othersAfter(items[ours], Math.max(0, size - ours - (pinned === undefined ? 0 : 1)));
+    const listed = [...(pinned === undefined ? [] : [pinned]), ...others, ...items];
+    if (retimes) for (const item of listed) if (item !== pinned) retime(item);
     const body = structuredClone(first.json);
     setAt(body, listing.items, listed.slice(index * size, (index + 1) * size));
     setAt(body, listing.nextCursor, (index + 1) * size < listed.length ? `${KIT_CURSOR}${index + 1}` : null);
     return [first.answer, body];
+  }
+
+  /** The oldest listed object not ours, dated a day back: an old post pinned above the newest. */
+  function pinnedCopy(items: unknown[]): unknown {
+    const oldest = [...items].reverse().find((item) => !isOurs(item));
+    if (oldest === undefined) return undefined;
+    const pinned = structuredClone(oldest);
+    setAt(pinned, time.field, writtenLike(valueAt(pinned, time.field), Date.now() - DAY_MS, time.format));
+    return pinned;
+  }
+
+  /** `count` objects of other writers, made after `ours` (now): copies of it under IDs and references of their own. */
+  function othersAfter(ours: unknown, count: number): unknown[] {
+    return Array.from({ length: count }, (_, n) => {
+      const other = structuredClone(ours);
+      setAt(other, shape.idField, `${String(valueAt(ours, shape.idField))}-other-${n + 1}`);
+      setAt(other, shape.referenceField, `${reference}.other-${n + 1}`);
+      setAt(other, time.field, writtenLike(valueAt(ours, time.field), Date.now(), time.format));
+      return other;
+    });
   }
 
   async function get(url: URL, headers: IncomingHttpHeaders, res: ServerResponse) {
@@ -299,10 +309,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         });
         return res.end(refusal);
       }
-      if (first && LOSES_FIRST_ANSWER.has(fault)) {
-        if (fault === 'clock-behind' || fault === 'clock-ahead') await anotherWriter(method, path, headers, json);
-        return res.socket?.destroy();
-      }
+      if (first && LOSES_FIRST_ANSWER.has(fault)) return res.socket?.destroy();
       if (made !== undefined && retimes) retimeAll(made);
       return reply(res, answer, made);
     })();

@@ -63,7 +63,7 @@ export const FAULT_DESCRIPTIONS: Readonly<Record<FaultName, string>> = {
   'pinned-old-item':
     "the listing's first page begins with an old object (the oldest listed, dated a day back) and ends before ours; the first answer is lost",
   'search-lag':
-    'a reference search shows an object only once it is L old (the declared lagMs, or 2×T + the absence grace where none is declared); the first answer is lost',
+    'a reference search shows an object only once it is L old (the declared lagMs, or 3 × (T + the absence grace) where none is declared); the first answer is lost',
   'key-forgotten':
     "the API's reads are down until it has forgotten our key, after the declared retention; then a lookup of the key 404s and a request with it is new to the API; the first answer is lost",
   'epoch-timestamps': "every creation time the API writes is in unix seconds (Stripe's `created`)",
@@ -89,9 +89,12 @@ export function holdMs(callTimeoutMs: number, absenceGraceMs: number): number {
   return 3 * (callTimeoutMs + absenceGraceMs);
 }
 
-/** The lag `search-lag` gives a search whose declaration names none: past the in-flight window. */
+/**
+ * The lag `search-lag` gives a search whose declaration names none: three in-flight windows, past the readback that
+ * follows the window and the retry it allows.
+ */
 export function undeclaredSearchLagMs(callTimeoutMs: number, absenceGraceMs: number): number {
-  return 2 * callTimeoutMs + absenceGraceMs;
+  return 3 * (callTimeoutMs + absenceGraceMs);
 }
 
 /** Why a fault does not apply to this destination (the table's "n/a"), or undefined when it does. */

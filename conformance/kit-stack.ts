@@ -15,6 +15,7 @@ import { createOrdersDatabase, type OrdersDatabase } from '../stack/orders-db.js
 import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
+import { type KitProxies, startKitProxies } from './kit-proxies.js';
 import { type QuietDevServer, startQuietDevServer } from './quiet-dev-server.js';
 
 export interface KitStackOptions {
@@ -29,6 +30,8 @@ export interface KitStack {
   ledger: LedgerDatabase;
   notes: OrdersDatabase;
   toxiproxy: ToxiproxyServer;
+  /** The kit's own proxies: a provider's shape, a held request. */
+  proxies: KitProxies;
   /** The dev server's output (banner and logs), kept out of the kit's own; undefined when it printed instead. */
   devServerLog?: string;
   /** The client approvals go through (once host() has run). */
@@ -64,25 +67,24 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
     createLedgerDatabase('conformance', adminUrl),
     createOrdersDatabase(),
     startToxiproxy({ metrics: true }),
+    startKitProxies(),
   ] as const);
   const failed = started.find((s) => s.status === 'rejected');
   if (failed) {
     // What did start goes again: a half-built stack must not keep the caller's process alive.
-    const [e, l, n, x] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
+    const [e, l, n, x, p] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
       QuietDevServer | undefined,
       LedgerDatabase | undefined,
       OrdersDatabase | undefined,
       ToxiproxyServer | undefined,
+      KitProxies | undefined,
     ];
-    await Promise.allSettled([e?.stop(), l?.drop(), n?.drop(), x?.stop()]);
+    await Promise.allSettled([e?.stop(), l?.drop(), n?.drop(), x?.stop(), p?.stop()]);
     throw failed.reason;
   }
-  const [temporal, ledger, notes, toxiproxy] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
-    QuietDevServer,
-    LedgerDatabase,
-    OrdersDatabase,
-    ToxiproxyServer,
-  ];
+  const [temporal, ledger, notes, toxiproxy, proxies] = started.map(
+    (s) => (s as PromiseFulfilledResult<unknown>).value,
+  ) as [QuietDevServer, LedgerDatabase, OrdersDatabase, ToxiproxyServer, KitProxies];
   const taskQueue = `conformance-${randomBytes(4).toString('hex')}`;
   let effects: EffectLedgerClient | undefined;
   let worker: { instance: Worker; running: Promise<void> } | undefined;
@@ -92,6 +94,7 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
     ledger,
     notes,
     toxiproxy,
+    proxies,
     ...(temporal.logFile ? { devServerLog: temporal.logFile } : {}),
     get effects() {
       if (!effects) throw new Error('the kit has no client before host()');
@@ -128,7 +131,7 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
         worker.instance.shutdown();
         await worker.running.catch(() => {});
       }
-      await Promise.allSettled([temporal.stop(), toxiproxy.stop(), notes.drop(), ledger.drop()]);
+      await Promise.allSettled([temporal.stop(), toxiproxy.stop(), proxies.stop(), notes.drop(), ledger.drop()]);
     },
   };
 }

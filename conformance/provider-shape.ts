@@ -2,7 +2,8 @@
 // spec httpDestination takes): where an object carries its ID, its creation time (and in which format), and the
 // step's reference; which GETs are listings and reference searches, with their list fields, cursors and declared
 // lag; which GETs look a key up; the key header and how long the provider keeps a key. The kit faults what the
-// declaration says the API is, so it needs no knowledge of the API beyond it.
+// declaration says the API is, so it needs no knowledge of the API beyond it. Plain data: it travels to the
+// kit's proxy process as JSON.
 import type { HttpDestinationSpec } from '../activities/destinations/http-destination.js';
 
 /** How the declaration says the provider writes a time; `assumed` when it names none (read as it comes). */
@@ -30,8 +31,8 @@ export interface ProviderShape {
   createdAt: { field: string; format: TimeFormat };
   listings: ListingShape[];
   searches: SearchShape[];
-  /** Key lookups: the path with the key in its one group. */
-  keyLookups: RegExp[];
+  /** Key lookups: a pattern (RegExp source) of the path, with the key in its one group. */
+  keyLookups: string[];
   key?: { header: string; retentionSeconds: number };
 }
 
@@ -61,7 +62,7 @@ function createdAtOf(declared: unknown): ProviderShape['createdAt'] {
 export function shapeOf(spec: HttpDestinationSpec): ProviderShape {
   const listings: ListingShape[] = [];
   const searches: SearchShape[] = [];
-  const keyLookups: RegExp[] = [];
+  const keyLookups: string[] = [];
   for (const read of spec.readback) {
     const { pathname, query } = split(read.path);
     if (read.by === 'listing')
@@ -76,8 +77,7 @@ export function shapeOf(spec: HttpDestinationSpec): ProviderShape {
           items: read.items,
           lagMs: typeof lagMs === 'number' && lagMs > 0 ? lagMs : 0,
         });
-    } else if (read.by === 'key')
-      keyLookups.push(new RegExp(`^${escaped(pathname).replace(escaped('{key}'), '([^/?#]+)')}$`));
+    } else if (read.by === 'key') keyLookups.push(`^${escaped(pathname).replace(escaped('{key}'), '([^/?#]+)')}$`);
   }
   return {
     idField: spec.object.id ?? 'id',

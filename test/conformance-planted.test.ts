@@ -20,10 +20,10 @@ before(async () => {
   report = await runConformance({
     destinations,
     targets: conformance,
-    callTimeoutMs: 1000,
+    callTimeoutMs: 2000,
     absenceGraceMs: 1000,
     // The planted effects close within seconds, or never (the unix-seconds one): no need to wait a minute.
-    closeWithinMs: 20_000,
+    closeWithinMs: 30_000,
     kinds: ['main'],
     select: ({ destination, fault }) => PLANTED.some((p) => p.name === destination && p.fault === fault),
   });

@@ -11,7 +11,7 @@ import { socialFeedSpec } from '../../activities/destinations/social-feed.js';
 import type { FaultName } from '../../conformance/faults.js';
 import type { ConformanceTarget, ConformanceTargets } from '../../conformance/target.js';
 import { type Destination, defineDestination } from '../../domain/destination.js';
-import type { DestinationAdapter, SendOutcome } from '../../domain/destination-contract.js';
+import type { DestinationAdapter, ReadbackResult, SendOutcome } from '../../domain/destination-contract.js';
 import { keyedApiTarget, socialFeedTarget } from '../../harness/conformance-targets.js';
 
 export interface PlantedDeclaration {
@@ -41,16 +41,67 @@ const viaEnv = (spec: HttpDestinationSpec) =>
       env.EFFECT_LEDGER_PROVIDER_URL ? httpAdapter(spec, { baseUrl: env.EFFECT_LEDGER_PROVIDER_URL }) : undefined,
   });
 
-/** The feed (key-less, read back by listing), its listing declared newest first within a clock tolerance. */
-const listing = (name: string, clockToleranceMs: number): HttpDestinationSpec => ({
-  ...socialFeedSpec,
-  name,
-  // A listing the declaration says is in time order: a scan may stop at the first item older than the attempt.
-  // (Before issue 26's fix the declarative listing assumed this, with 5 s, whatever was declared.)
-  readback: [{ ...(socialFeedSpec.readback[0] as object), newestFirst: { clockToleranceMs } } as never],
-  // Absence over the listing is taken as proven: a same-key (key-less) retry follows without a person.
-  retryAfterProvenAbsence: true,
-});
+/** The feed (key-less, read back by its listing), under a name of its own; absence over the listing is trusted. */
+const feed = (name: string): HttpDestinationSpec => ({ ...socialFeedSpec, name, retryAfterProvenAbsence: true });
+
+/**
+ * A listing readback written by hand as the declarative one read before issue 26: it trusts the listing to be
+ * newest first and the provider's clock to be within 5 s of the ledger's, so it stops at the first item older than
+ * the attempt (less 5 s) and calls that "absent, complete".
+ */
+function trustingListing(declaration: HttpDestinationSpec, baseUrl: string): DestinationAdapter {
+  const declared = httpAdapter(declaration, { baseUrl });
+  const base = baseUrl.replace(/\/+$/, '');
+  type Post = { id: string; created_at: string; body_sha256: string; metadata?: { effect_id?: string } };
+  return {
+    ...declared,
+    async readBack(request): Promise<ReadbackResult> {
+      const since = Date.parse(request.since) - 5_000;
+      let cursor: string | null = null;
+      for (let page = 0; page < 2; page++) {
+        await request.beforeRequest?.();
+        const url = `${base}/social/v1/posts?page_size=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+        const answer = await fetch(url, request.signal ? { signal: request.signal } : {});
+        if (!answer.ok) throw new Error(`GET ${url} answered ${answer.status}`);
+        const { data, next_cursor } = (await answer.json()) as { data: Post[]; next_cursor: string | null };
+        const ours = data.find(
+          (p) => p.metadata?.effect_id === request.effectId && p.body_sha256 === request.bodySha256,
+        );
+        const detail = { method: 'listing_scan', scanned: data.length };
+        if (ours)
+          return {
+            outcome: 'found',
+            coverage: 'complete',
+            externalId: ours.id,
+            occurredAt: ours.created_at,
+            detail: { ...detail, reason: 'listed' },
+          };
+        if (!next_cursor || data.some((p) => Date.parse(p.created_at) < since))
+          return {
+            outcome: 'absent',
+            coverage: 'complete',
+            detail: { ...detail, reason: 'the listing reached back past the attempt' },
+          };
+        cursor = next_cursor;
+      }
+      return {
+        outcome: 'inconclusive',
+        coverage: 'partial',
+        detail: { method: 'listing_scan', reason: 'two pages read' },
+      };
+    },
+  };
+}
+
+const byHand = (
+  declaration: HttpDestinationSpec,
+  make: (spec: HttpDestinationSpec, baseUrl: string) => DestinationAdapter,
+) =>
+  defineDestination({
+    contract: httpContract(declaration),
+    connect: ({ env }) =>
+      env.EFFECT_LEDGER_PROVIDER_URL ? make(declaration, env.EFFECT_LEDGER_PROVIDER_URL) : undefined,
+  });
 
 /** The keyed API without its key, read back only through its reference search. */
 const searchOnly = (name: string): HttpDestinationSpec => {
@@ -63,8 +114,8 @@ const searchOnly = (name: string): HttpDestinationSpec => {
   };
 };
 
-const clockSkew = listing('planted-listing-clock', 5_000);
-const pinned = listing('planted-listing-pinned', 60_000);
+const clockSkew = feed('planted-listing-clock');
+const pinned = feed('planted-listing-pinned');
 const lagging = searchOnly('planted-search-lag');
 const forgetful: HttpDestinationSpec = {
   ...keyedApiSpec,
@@ -101,6 +152,8 @@ function outlivingAdapter(baseUrl: string): DestinationAdapter {
         body: JSON.stringify(pkg.body),
       }).then(
         async (answer): Promise<SendOutcome> => {
+          if (!answer.ok)
+            return { class: 'unknown', httpStatus: answer.status, detail: { reason: `HTTP ${answer.status}` } };
           const body = (await answer.json()) as { id: string; created_at: string };
           return {
             class: 'confirmed',
@@ -140,8 +193,8 @@ export const PLANTED: readonly PlantedDeclaration[] = [
   {
     name: clockSkew.name,
     fault: 'clock-behind',
-    unsafe: 'a listing declared newest first within 5 s of the ledger’s clock',
-    define: () => viaEnv(clockSkew),
+    unsafe: 'a listing readback by hand that trusts the provider’s clock within 5 s',
+    define: () => byHand(clockSkew, trustingListing),
     target: declared(socialFeedTarget, clockSkew),
     violations: [
       /\(probe\): readback said absent .* but the object had landed/,
@@ -151,8 +204,8 @@ export const PLANTED: readonly PlantedDeclaration[] = [
   {
     name: pinned.name,
     fault: 'pinned-old-item',
-    unsafe: 'a listing declared newest first (within 60 s)',
-    define: () => viaEnv(pinned),
+    unsafe: 'a listing readback by hand that trusts the listing to be newest first',
+    define: () => byHand(pinned, trustingListing),
     target: declared(socialFeedTarget, pinned),
     violations: [
       /\(probe\): readback said absent .* but the object had landed/,
@@ -196,12 +249,7 @@ export const PLANTED: readonly PlantedDeclaration[] = [
     name: outliving.name,
     fault: 'send-outlives-deadline',
     unsafe: 'a hand-written send that returns at its deadline and leaves its request running',
-    define: () =>
-      defineDestination({
-        contract: httpContract(outliving),
-        connect: ({ env }) =>
-          env.EFFECT_LEDGER_PROVIDER_URL ? outlivingAdapter(env.EFFECT_LEDGER_PROVIDER_URL) : undefined,
-      }),
+    define: () => byHand(outliving, (_, baseUrl) => outlivingAdapter(baseUrl)),
     target: declared(keyedApiTarget, outliving),
     violations: [/\(probe\): an object landed after the in-flight window/, /\(workflow\): the workflow left 2 objects/],
   },
@@ -209,12 +257,7 @@ export const PLANTED: readonly PlantedDeclaration[] = [
     name: asText.name,
     fault: 'epoch-timestamps',
     unsafe: 'a creation time handed on as the text the provider wrote',
-    define: () =>
-      defineDestination({
-        contract: httpContract(asText),
-        connect: ({ env }) =>
-          env.EFFECT_LEDGER_PROVIDER_URL ? timeAsTextAdapter(env.EFFECT_LEDGER_PROVIDER_URL) : undefined,
-      }),
+    define: () => byHand(asText, (_, baseUrl) => timeAsTextAdapter(baseUrl)),
     target: declared(keyedApiTarget, asText),
     violations: [
       /\(probe\): the send's time "\d+" is not a time the ledger can store/,
