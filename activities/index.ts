@@ -1,6 +1,7 @@
 // Everything a worker registers as activities.
 import { createAttemptActivities } from './attempt-activities.js';
 import { type ActivityDeps, createEffectActivities } from './effect-activities.js';
+import { createLookActivities } from './look-activities.js';
 import { createReconciliationActivities } from './reconciliation-activities.js';
 
 export type { ActivityDeps } from './effect-activities.js';
@@ -10,6 +11,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAttemptActivities(deps),
     ...createEffectActivities(deps),
     ...createReconciliationActivities(deps),
+    ...createLookActivities(deps),
   };
 }
 

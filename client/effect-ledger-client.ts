@@ -35,6 +35,7 @@ import {
   type EffectInput,
   type EffectResult,
   type EffectStatus,
+  lookNowSignal,
   revisionReleasedSignal,
   type StepInput,
   statusQuery,
@@ -215,6 +216,8 @@ export class EffectLedgerClient {
       summary: effect.summary,
       callTimeoutMs: this.options.callTimeoutMs ?? contract.callTimeoutMs,
       retryAfterProvenAbsence: contract.retryAfterProvenAbsence,
+      // The retention recorded at approval: what the key was promised, whatever a later deploy declares.
+      ...(effect.keyRetentionSeconds != null ? { keyRetentionSeconds: effect.keyRetentionSeconds } : {}),
       readbackIntervalMs: this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
       readbackMaxIntervalMs: Math.max(
         this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
@@ -282,6 +285,9 @@ export class EffectLedgerClient {
       callTimeoutMs: this.options.callTimeoutMs ?? contract.callTimeoutMs,
       retryAfterProvenAbsence: contract.retryAfterProvenAbsence,
       readbackMaxIntervalMs: Math.max(interval, this.options.readbackMaxIntervalMs ?? contract.readbackMaxIntervalMs),
+      ...(contract.mechanism === 'idempotency_key' && contract.keyRetentionSeconds != null
+        ? { keyRetentionSeconds: contract.keyRetentionSeconds }
+        : {}),
     };
   }
 
@@ -361,6 +367,14 @@ export class EffectLedgerClient {
         failure ? { reason: failure.reason, since: failure.firstFailedAt, failures: failure.failures } : null,
       );
     }
+  }
+
+  /**
+   * The provider is back: the effect's waiting look is taken now instead of at its scheduled time (the `look-now`
+   * signal; an effect not waiting in UNKNOWN ignores it). Nothing is decided.
+   */
+  async lookNow(effectId: string, asked: { actor: string; reason: string }): Promise<void> {
+    await this.options.client.workflow.getHandle(effectId).signal(lookNowSignal, asked);
   }
 
   listByStage(stage: EffectStage, limit?: number) {

@@ -33,6 +33,7 @@ export {
   InvalidEffectRequestError,
 } from '../ledger/errors.js';
 export { migrateLedger } from '../ledger/migrate.js';
+export { closeTemporalClient } from './connection-close.js';
 export {
   BUILT_IN_DESTINATIONS,
   DESTINATIONS_ENV,

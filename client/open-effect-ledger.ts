@@ -7,6 +7,7 @@
 import type { Client } from '@temporalio/client';
 import { builtInContracts } from '../activities/destinations/built-in-contracts.js';
 import { databaseUrl, type Ledger, openLedger } from '../ledger/db.js';
+import { closeTemporalClient } from './connection-close.js';
 import { DESTINATIONS_ENV, loadDestinations } from './destination-modules.js';
 import { EffectLedgerClient, type EffectLedgerClientOptions } from './effect-ledger-client.js';
 import { connectTemporalClient, resolveTemporalTarget, type TemporalTarget } from './temporal-connection.js';
@@ -26,6 +27,10 @@ export interface OpenedEffectLedger {
   effects: EffectLedgerClient;
   client: Client;
   ledger: Ledger;
+  /**
+   * Closes Temporal and the ledger. A call still waiting on Temporal (retrying through an outage) is rejected
+   * first, a ServiceError caused by gRPC CANCELLED; the process is never left with a retry on a closed channel.
+   */
   close(): Promise<void>;
 }
 
@@ -47,7 +52,9 @@ export async function openEffectLedger(options: OpenEffectLedgerOptions = {}): P
     client,
     ledger,
     async close() {
-      await Promise.allSettled([client.connection.close(), ledger.close()]);
+      // Temporal first: what a call it cancels does next may still read or write the ledger.
+      await closeTemporalClient(client).catch(() => {});
+      await ledger.close();
     },
   };
 }

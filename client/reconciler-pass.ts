@@ -19,6 +19,7 @@ import {
 import { listUnfinishedEffects, readEffect } from '../ledger/trail.js';
 import { EFFECT_WORKFLOW_TYPE } from '../workflows/contract.js';
 import type { ReconcilerPassReport } from '../workflows/ledger-reconciler.js';
+import { CONNECTION_CLOSED } from './connection-close.js';
 
 export type { ReconcilerPassReport } from '../workflows/ledger-reconciler.js';
 
@@ -137,7 +138,8 @@ async function examine(deps: ReconcilerPassDeps, effectId: string, report: Recon
     if (report.resumedEffects.length < REPORTED_EFFECTS) report.resumedEffects.push(effectId);
     await clearStartFailure(deps.db, effectId);
   } catch (error) {
-    // Temporal itself unreachable is not this effect's fault: the pass stops and fails as a whole.
+    // Temporal itself unreachable, or our connection closing, is not this effect's fault: the pass stops and
+    // fails as a whole.
     if (temporalUnreachable(error)) throw error;
     const reason = cutText(storableText(failureReason(error)), MAX_START_FAILURE_REASON);
     report.couldNotStart += 1;
@@ -187,11 +189,15 @@ export function failureReason(error: unknown): string {
   return parts.join(': ') || 'the start failed without a message';
 }
 
-/** gRPC UNAVAILABLE anywhere in the chain: the server could not be reached at all. */
+/**
+ * gRPC UNAVAILABLE anywhere in the chain: the server could not be reached at all; or CANCELLED by our own
+ * close (connection-close.ts), which leaves the pass nobody to report to.
+ */
 function temporalUnreachable(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; current && depth < 5; depth++) {
-    if ((current as { code?: unknown }).code === 14) return true;
+    const { code, details } = current as { code?: unknown; details?: unknown };
+    if (code === 14 || (code === 1 && details === CONNECTION_CLOSED)) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;

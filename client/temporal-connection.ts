@@ -9,6 +9,7 @@
 // The task queue is ours: TEMPORAL_TASK_QUEUE, else temporal.yaml. An API key turns TLS on, as in the SDK.
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { type ConfigDataSource, loadClientConfigProfile, toClientOptions } from '@temporalio/envconfig';
+import { withCloseGate } from './connection-close.js';
 import { loadTemporalConfig, type TemporalConfig } from './temporal-config.js';
 
 export interface TemporalTarget {
@@ -66,14 +67,24 @@ export interface ConnectOptions {
   lazy?: boolean;
 }
 
-/** A Temporal client for the target; close it with `client.connection.close()`. */
+/**
+ * A connection to Temporal that closes safely under retrying calls (connection-close.ts): close it with
+ * `closeTemporalConnection()`, never `connection.close()` alone.
+ */
+export async function openTemporalConnection(
+  connectionOptions: TemporalTarget['connectionOptions'] & { connectTimeout?: number },
+  { lazy = false }: ConnectOptions = {},
+): Promise<Connection> {
+  const options = withCloseGate(connectionOptions);
+  return lazy ? Connection.lazy(options) : await Connection.connect(options);
+}
+
+/** A Temporal client for the target; close it with `closeTemporalClient(client)` (connection-close.ts). */
 export async function connectTemporalClient(
   target: TemporalTarget = resolveTemporalTarget(),
-  { lazy = false }: ConnectOptions = {},
+  options: ConnectOptions = {},
 ): Promise<Client> {
-  const connection = lazy
-    ? Connection.lazy(target.connectionOptions)
-    : await Connection.connect(target.connectionOptions);
+  const connection = await openTemporalConnection(target.connectionOptions, options);
   return new Client({ connection, namespace: target.namespace });
 }
 

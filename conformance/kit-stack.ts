@@ -14,6 +14,7 @@ import { createLedgerDatabase, databaseAdminUrl, type LedgerDatabase } from '../
 import { createOrdersDatabase, type OrdersDatabase } from '../stack/orders-db.js';
 import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
 import { loadTemporalConfig } from '../workers/config.js';
+import { buildIdOf } from '../workers/deployment.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
 import { type KitProxies, startKitProxies } from './kit-proxies.js';
 import { type QuietDevServer, startQuietDevServer } from './quiet-dev-server.js';
@@ -112,11 +113,15 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
         readbackIntervalMs: 1000,
         readbackMaxIntervalMs: 2000,
       });
+      const workflowBundle = await bundle;
       const instance = await createEffectWorker({
         connection: env.nativeConnection,
         namespace: config.namespace,
         taskQueue,
-        workflowBundle: await bundle,
+        workflowBundle,
+        // The kit's own Temporal: its build is its workflow code, current as soon as it polls.
+        deployment: { deploymentName: 'effect-ledger-conformance', buildId: buildIdOf(workflowBundle.code) },
+        becomeCurrent: true,
         db: ledger.ledger.db,
         destinations,
         // Connected as they are: nothing of the kit's own process environment reaches them.

@@ -23,7 +23,7 @@ import { loadTemporalConfig } from '../workers/config.js';
 import { createEffectWorker } from '../workers/effect-worker.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
-import { loadWorkflowBundle } from './workflow-bundle.js';
+import { loadWorkflowBundle, stackDeployment } from './workflow-bundle.js';
 
 // Workers' state changes are noise in test output; warnings and errors still show.
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -61,6 +61,10 @@ export interface WorkerOptions {
   adapters?: (settings: DestinationSettings) => Destinations;
   /** Where the worker reaches Temporal (default: the stack's own connection): a proxy in front of it, say. */
   temporalAddress?: string;
+  /** Other workflow code: another build (its ID is the code's hash), as a deploy of a workflow change makes. */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  /** Make its build current once it polls (default true); false leaves the rollout to the test. */
+  becomeCurrent?: boolean;
 }
 
 /** The backend client, remembering which effect IDs it was asked to approve (for per-test isolation checks). */
@@ -141,11 +145,15 @@ export async function startStack({
   /** A worker, and what to close once it stopped (its own connection to Temporal, when it has one). */
   const createWorker = async (options: WorkerOptions = {}) => {
     const own = options.temporalAddress ? await NativeConnection.connect({ address: options.temporalAddress }) : null;
+    const code = options.workflowBundle ?? workflowBundle;
     const worker = await createEffectWorker({
       connection: own ?? env.nativeConnection,
       namespace: config.namespace,
       taskQueue,
-      workflowBundle,
+      workflowBundle: code,
+      // The stack's build is its workflow code; it routes new effects as soon as it polls.
+      deployment: stackDeployment(code.code),
+      becomeCurrent: options.becomeCurrent ?? true,
       db: ledger.db,
       destinations: (options.adapters ?? createDestinations)({
         ...options.destinations,

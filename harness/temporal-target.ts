@@ -3,7 +3,8 @@
 // one per stack like the dev server. Either way callers get a TestWorkflowEnvironment whose teardown()
 // stops what was started, so test files run unchanged against both.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { type DevServerOptions, startDevServer } from '../stack/dev-server.js';
+import { closeGatePlugin } from '../client/connection-close.js';
+import { type DevServerOptions, settleCallsOnTeardown, startDevServer } from '../stack/dev-server.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { type Cluster, type ClusterOptions, startCluster } from './cluster/cluster.js';
 
@@ -32,7 +33,9 @@ export async function environmentOnCluster(cluster: Cluster): Promise<TestWorkfl
     address: cluster.address,
     namespace: cluster.namespace,
     ...(cluster.connectionOptions.tls ? { connectionOptions: { tls: cluster.connectionOptions.tls } } : {}),
+    plugins: [closeGatePlugin],
   });
+  settleCallsOnTeardown(env);
   const teardown = env.teardown.bind(env);
   // The SDK's teardown leaves an existing server alone; this one is ours to stop.
   env.teardown = async () => {

@@ -2,8 +2,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { spawnSupervised } from '../stack/reaper.js';
+import { BUILD_ID_ENV, DEPLOYMENT_NAME_ENV } from '../workers/deployment.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
-import { workflowBundlePath } from './workflow-bundle.js';
+import { stackDeploymentOfFile, workflowBundlePath } from './workflow-bundle.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 
@@ -42,9 +43,22 @@ export async function startWorkerProcess(
     : [process.execPath, ['--import', 'tsx', options.entry ?? defaultEntry]];
   // Our own worker gets the workflow bundle made ahead (harness/workflow-bundle.ts): it starts without
   // bundling. The packaged command bundles as a user's worker would.
-  const bundle = options.command ? {} : { EFFECT_LEDGER_WORKFLOW_BUNDLE: await workflowBundlePath() };
+  const bundlePath = options.command ? undefined : await workflowBundlePath();
+  // Its build is its workflow code (the packaged command bundles for itself: a build of its own), made current as
+  // soon as it polls; a test's env may name another.
+  const version = bundlePath
+    ? stackDeploymentOfFile(bundlePath)
+    : { deploymentName: 'effect-ledger', buildId: 'package' };
   const { child, exited } = spawnSupervised(file, args, {
-    env: { ...stackEnvironment(stack), EFFECT_LEDGER_PROVIDER_URL: providerUrl, ...bundle, ...options.env },
+    env: {
+      ...stackEnvironment(stack),
+      EFFECT_LEDGER_PROVIDER_URL: providerUrl,
+      ...(bundlePath ? { EFFECT_LEDGER_WORKFLOW_BUNDLE: bundlePath } : {}),
+      [DEPLOYMENT_NAME_ENV]: version.deploymentName,
+      [BUILD_ID_ENV]: version.buildId,
+      EFFECT_LEDGER_BECOME_CURRENT: '1',
+      ...options.env,
+    },
   });
   let seen = '';
   // The SDK logs the worker's state changes; RUNNING means it polls the task queue.

@@ -9,7 +9,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync,
 import { join, resolve } from 'node:path';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { projectRoot } from '../workers/config.js';
+import { buildIdOf, type DeploymentVersion } from '../workers/deployment.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
+import type { WorkflowCode } from '../workers/workflows-path.js';
 
 const SOURCES = ['domain', 'ledger', 'activities', 'workflows', 'workers/effect-worker.ts', 'package-lock.json'];
 const cacheDir = resolve(projectRoot, '.data/workflow-bundles');
@@ -34,30 +36,49 @@ export function workflowBundleKey(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-let made: Promise<string> | undefined;
+const made = new Map<WorkflowCode, Promise<string>>();
 
 /** The path of the bundle's code (made now if this version of the sources has none yet). */
-export function workflowBundlePath(): Promise<string> {
-  made ??= (async () => {
-    const key = workflowBundleKey();
-    const code = join(cacheDir, `${key}.js`);
-    const sourceMap = join(cacheDir, `${key}.js.map`);
-    if (existsSync(code) && existsSync(sourceMap)) return code;
-    const bundle = await bundleEffectWorkflows();
-    mkdirSync(cacheDir, { recursive: true });
-    // Written aside and renamed: a process beside us that made the same bundle wins or loses whole.
-    const tmp = `.${process.pid}.tmp`;
-    writeFileSync(sourceMap + tmp, bundle.sourceMap);
-    renameSync(sourceMap + tmp, sourceMap);
-    writeFileSync(code + tmp, bundle.code);
-    renameSync(code + tmp, code);
-    return code;
-  })();
-  return made;
+export function workflowBundlePath(code: WorkflowCode = 'current'): Promise<string> {
+  let path = made.get(code);
+  if (!path) {
+    path = makeBundle(code);
+    made.set(code, path);
+  }
+  return path;
+}
+
+async function makeBundle(workflowCode: WorkflowCode): Promise<string> {
+  const key = `${workflowCode}-${workflowBundleKey()}`;
+  const code = join(cacheDir, `${key}.js`);
+  const sourceMap = join(cacheDir, `${key}.js.map`);
+  if (existsSync(code) && existsSync(sourceMap)) return code;
+  const bundle = await bundleEffectWorkflows({ code: workflowCode });
+  mkdirSync(cacheDir, { recursive: true });
+  // Written aside and renamed: a process beside us that made the same bundle wins or loses whole.
+  const tmp = `.${process.pid}.tmp`;
+  writeFileSync(sourceMap + tmp, bundle.sourceMap);
+  renameSync(sourceMap + tmp, sourceMap);
+  writeFileSync(code + tmp, bundle.code);
+  renameSync(code + tmp, code);
+  return code;
 }
 
 /** The bundle itself, for a worker in this process. */
-export async function loadWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  const code = await workflowBundlePath();
-  return { code: readFileSync(code, 'utf8'), sourceMap: readFileSync(`${code}.map`, 'utf8') };
+export async function loadWorkflowBundle(code: WorkflowCode = 'current'): Promise<WorkflowBundleWithSourceMap> {
+  const path = await workflowBundlePath(code);
+  return { code: readFileSync(path, 'utf8'), sourceMap: readFileSync(`${path}.map`, 'utf8') };
+}
+
+/** The deployment every stack's workers belong to (each stack has a Temporal of its own). */
+export const STACK_DEPLOYMENT = 'effect-ledger';
+
+/** The version a worker running this bundle belongs to in a test stack. */
+export function stackDeployment(bundleCode: string): DeploymentVersion {
+  return { deploymentName: STACK_DEPLOYMENT, buildId: buildIdOf(bundleCode) };
+}
+
+/** The same, for the bundle in a file (a worker process's EFFECT_LEDGER_WORKFLOW_BUNDLE). */
+export function stackDeploymentOfFile(path: string): DeploymentVersion {
+  return stackDeployment(readFileSync(path, 'utf8'));
 }

@@ -34,6 +34,7 @@ import { clusterOf, TEMPORAL_TARGET_ENV } from '../harness/temporal-target.js';
 import { startWorkerProcess, type WorkerProcess } from '../harness/worker-process.js';
 import { openLedger } from '../ledger/db.js';
 import { waitFor } from '../stack/wait-for.js';
+import { buildIdOf } from '../workers/deployment.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
 
 // ---- options ------------------------------------------------------------------------------------------
@@ -407,11 +408,14 @@ async function sqlPhase(bench: Bench, count: number) {
   const taskQueue = `bench-sql-${bench.tag}`;
   const effects = new EffectLedgerClient({ client: bench.client, db: clientLedger.db, taskQueue });
   try {
+    const workflowBundle = await bundleEffectWorkflows();
     const inProcess = await createEffectWorker({
       connection: bench.stack.env.nativeConnection,
       namespace: bench.stack.namespace,
       taskQueue,
-      workflowBundle: await bundleEffectWorkflows(),
+      workflowBundle,
+      deployment: { deploymentName: 'effect-ledger', buildId: buildIdOf(workflowBundle.code) },
+      becomeCurrent: true,
       db: workerLedger.db,
       destinations: createDestinations({ providerUrl: bench.stack.simulator.url }),
     });

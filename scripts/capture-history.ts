@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { Command, InvalidArgumentError } from 'commander';
+import { closeTemporalClient } from '../client/connection-close.js';
 import { connectTemporalClient, resolveTemporalTarget, type TemporalTarget } from '../client/temporal-connection.js';
 import {
   captureHistory,
@@ -97,7 +98,7 @@ const program = new Command('capture-history')
       }
       process.stdout.write(`${out} (${eventTypes(readHistoryFile(out)).length} events)\n`);
     } finally {
-      await client.connection.close();
+      await closeTemporalClient(client);
     }
   });
 await program.parseAsync();

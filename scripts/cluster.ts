@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import postgres from 'postgres';
+import { closeTemporalClient } from '../client/connection-close.js';
 import { connectTemporalClient } from '../client/temporal-connection.js';
 import { type Cluster, NAMESPACE_RETENTION_DAYS, startCluster } from '../harness/cluster/cluster.js';
 import { databasesFor, dropClusterDatabases } from '../harness/cluster/databases.js';
@@ -107,7 +108,7 @@ try {
   // The ledger reconciler's schedule is created by each worker; make it here too so it exists before any.
   const client = await connectTemporalClient(cluster.target);
   await ensureReconcilerSchedule(client, { taskQueue: config.taskQueue, everyMs: 60_000, olderThanMs: 30_000 });
-  await client.connection.close();
+  await closeTemporalClient(client);
 
   const stack = {
     env: { address: cluster.address },

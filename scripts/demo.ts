@@ -18,7 +18,8 @@ import { formatTrail } from '../ledger/trail-format.js';
 import { startConfiguredDevServer } from '../stack/dev-server.js';
 import { waitFor } from '../stack/wait-for.js';
 import { loadTemporalConfig } from '../workers/config.js';
-import { createEffectWorker } from '../workers/effect-worker.js';
+import { buildIdOf } from '../workers/deployment.js';
+import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
 import { ensureReconcilerSchedule } from '../workers/ledger-reconciler.js';
 import { statusQuery } from '../workflows/contract.js';
 import { demoApprovals, lostPost } from './demo/approvals.js';
@@ -82,6 +83,7 @@ try {
   ledger = openLedger(databaseUrl());
   const clientOptions = { client: env.client, db: ledger.db, taskQueue: config.taskQueue };
   const effects = new EffectLedgerClient(clientOptions);
+  const workflowBundle = await bundleEffectWorkflows();
   const effectWorker = await createEffectWorker({
     connection: env.nativeConnection,
     namespace: config.namespace,
@@ -90,6 +92,10 @@ try {
     destinations: createDestinations({ providerUrl: simulator.url, ...real.settings }),
     identity: 'effect-ledger-demo',
     effects,
+    // The demo's own dev server: its build is its workflow code, made current as soon as it polls.
+    workflowBundle,
+    deployment: { deploymentName: 'effect-ledger', buildId: buildIdOf(workflowBundle.code) },
+    becomeCurrent: true,
   });
   worker = { shutdown: () => effectWorker.shutdown(), running: effectWorker.run() };
   // The ledger reconciler: unfinished effects without a running workflow are resumed (see Schedules in the UI).

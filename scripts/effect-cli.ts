@@ -7,6 +7,9 @@
 //   effect list --unstartable      effects the ledger reconciler cannot start, whatever their stage, and why
 //   effect decide ID approve-retry|confirm|abandon --actor WHO --reason WHY [--external-id X] [--external-url U]
 //                 [--step S] [--revision R] [--attempt N] [--decision-id ID]
+//   effect decide --where QUERY --look-now|--approve-retry|--abandon --actor WHO --reason WHY [--save-plan F] [--yes]
+//   effect decide --plan F --yes   in bulk: a dry run of every effect the query selects, then (--yes) each decision
+//                 bound to what the dry run saw, reported per effect (scripts/bulk-decide.ts)
 //   effect revise ID [file|-] --approved-by WHO --reason WHY [--authorization-ref REF]
 //                 a person's new revision of a rejected effect: the file holds {"payload": {…}} (or the payload)
 //   effect audit [--destination D] [--since T]   the ledger against each destination's records and Temporal
@@ -15,8 +18,10 @@
 // (or a revision refused), 4 not found, 5 decision not accepted (or no running workflow to take it), 6 audit
 // findings, 1 other.
 import { type Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { SingleBar } from 'cli-progress';
 import { Command, InvalidArgumentError } from 'commander';
 import { builtInContracts } from '../activities/destinations/built-in-contracts.js';
+import { closeTemporalClient } from '../client/connection-close.js';
 import { DESTINATIONS_ENV, DestinationModuleError, loadDestinations } from '../client/destination-modules.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { validateEffectRequest } from '../client/effect-request.js';
@@ -39,6 +44,17 @@ import { audit, formatAudit } from './audit/audit.js';
 import { destinationRecords, realDestinationRecords } from './audit/destination-records.js';
 import { readRequestLog } from './audit/request-log.js';
 import { temporalProbe } from './audit/workflow-probe.js';
+import {
+  BULK_ACTIONS,
+  type BulkAction,
+  type BulkPlan,
+  formatOutcomes,
+  formatPlan,
+  planBulk,
+  readPlan,
+  sendBulk,
+  writePlan,
+} from './bulk-decide.js';
 import { RequestFileError, readRequestFile } from './request-file.js';
 
 export const EXIT = { ok: 0, failure: 1, invalid: 2, conflict: 3, notFound: 4, refused: 5, findings: 6 } as const;
@@ -68,7 +84,9 @@ async function openSession(): Promise<Session> {
     client,
     ledger,
     async close() {
-      await Promise.allSettled([client.connection.close(), ledger.close()]);
+      // Temporal first (connection-close.ts): a call it cancels may still read the ledger.
+      await closeTemporalClient(client).catch(() => {});
+      await ledger.close();
     },
   };
 }
@@ -92,6 +110,63 @@ function positive(option: string, value: string): number {
 function parseStage(value: string): EffectStage {
   if (!isEffectStage(value)) throw new InvalidArgumentError(`stage must be one of ${EFFECT_STAGES.join(', ')}`);
   return value;
+}
+
+interface DecideOptions {
+  actor?: string;
+  reason?: string;
+  externalId?: string;
+  externalUrl?: string;
+  step?: string;
+  revision?: number;
+  attempt?: number;
+  decisionId?: string;
+  where?: string;
+  lookNow?: boolean;
+  approveRetry?: boolean;
+  abandon?: boolean;
+  savePlan?: string;
+  plan?: string;
+  yes?: boolean;
+  concurrency?: number;
+  json?: boolean;
+}
+
+/** `decide --where …` or `decide --plan …`: the dry run, then (with --yes) the decisions, reported per effect. */
+async function decideInBulk(effectId: string | undefined, decision: string | undefined, opts: DecideOptions) {
+  if (effectId || decision) throw new InvalidArgumentError('--where and --plan take no effect ID or decision');
+  const actions = BULK_ACTIONS.filter(
+    (a) => ({ 'look-now': opts.lookNow, 'approve-retry': opts.approveRetry, abandon: opts.abandon })[a],
+  );
+  await withSession(async ({ client, effects }) => {
+    let plan: BulkPlan;
+    if (opts.plan) {
+      plan = readPlan(opts.plan);
+    } else {
+      if (actions.length !== 1)
+        throw new InvalidArgumentError('--where takes exactly one of --look-now, --approve-retry, --abandon');
+      if (!opts.actor || !opts.reason) throw new InvalidArgumentError('--where needs --actor and --reason');
+      const looking = new SingleBar({ format: 'dry run  {value} effects read', stream: process.stderr });
+      looking.start(0, 0);
+      plan = await planBulk(
+        client,
+        { action: actions[0] as BulkAction, where: opts.where as string, actor: opts.actor, reason: opts.reason },
+        (seen) => looking.update(seen),
+      );
+      looking.stop();
+      if (opts.savePlan) writePlan(opts.savePlan, plan);
+    }
+    if (!opts.yes) {
+      print(!!opts.json, plan, () => `${formatPlan(plan)}\n\ndry run: nothing sent; add --yes to send it`);
+      return;
+    }
+    const bar = new SingleBar({ format: `${plan.action} [{bar}] {value}/{total}`, stream: process.stderr });
+    bar.start(plan.effects.length, 0);
+    const outcomes = await sendBulk(effects, plan, { concurrency: opts.concurrency ?? 8, progress: bar });
+    bar.stop();
+    print(!!opts.json, { plan, outcomes }, () => `${formatPlan(plan)}\n\n${formatOutcomes(outcomes)}`);
+    if (outcomes.some((o) => o.result === 'refused' || o.result === 'failed')) process.exitCode = EXIT.refused;
+  });
 }
 
 async function withSession(action: (session: Session) => Promise<void>): Promise<void> {
@@ -207,11 +282,13 @@ export function buildProgram(): Command {
     });
   program
     .command('decide')
-    .description('decide on an UNKNOWN effect (through the workflow update "decide")')
-    .argument('<effectId>')
-    .argument('<decision>', 'approve-retry | confirm | abandon')
-    .requiredOption('--actor <who>', 'who decides, e.g. an email')
-    .requiredOption('--reason <why>', 'why')
+    .description(
+      'decide on an UNKNOWN effect (through the workflow update "decide"); or, with --where, on every effect a visibility query selects',
+    )
+    .argument('[effectId]')
+    .argument('[decision]', 'approve-retry | confirm | abandon')
+    .option('--actor <who>', 'who decides, e.g. an email')
+    .option('--reason <why>', 'why')
     .option('--external-id <id>', 'confirm: the object at the destination')
     .option('--external-url <url>', 'confirm: its URL')
     .option('--step <step>', 'the step this answers (a multi-step effect): refused as stale once it settled')
@@ -222,54 +299,53 @@ export function buildProgram(): Command {
       positive('--attempt', v),
     )
     .option('--decision-id <id>', 'names the decision: run again with the same ID (after a timeout), it counts once')
+    .option(
+      '--where <query>',
+      'bulk: the running effects a visibility query selects, e.g. \'EffectDestination = "social-feed" AND EffectAwaiting = "person"\'; a dry run unless --yes',
+    )
+    .option('--look-now', 'bulk: look for each object now (the provider is back) instead of at the next scheduled look')
+    .option('--approve-retry', 'bulk: approve a same-key retry of each (bound to the attempt the dry run saw)')
+    .option('--abandon', 'bulk: abandon each (bound to the attempt the dry run saw)')
+    .option('--save-plan <file>', 'bulk: write the dry run to a file, to send later with --plan')
+    .option('--plan <file>', 'bulk: send a saved dry run, exactly as it was reviewed (with --yes)')
+    .option('--yes', 'bulk: send after the dry run')
+    .option('--concurrency <n>', 'bulk: decisions in flight at once (default 8)', (v) => positive('--concurrency', v))
     .option('--json', 'print JSON')
-    .action(
-      async (
-        effectId: string,
-        decision: string,
-        opts: {
-          actor: string;
-          reason: string;
-          externalId?: string;
-          externalUrl?: string;
-          step?: string;
-          revision?: number;
-          attempt?: number;
-          decisionId?: string;
-          json?: boolean;
-        },
-      ) => {
-        const kind = decision === 'confirm' ? 'confirm-delivery' : decision;
-        if (!isDecisionKind(kind))
-          throw new InvalidArgumentError(
-            `decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`,
-          );
-        await withSession(async ({ effects }) => {
-          const { externalId, externalUrl, actor, reason, step, revision, attempt, decisionId } = opts;
-          const answer = await effects.decide(
-            effectId,
-            kind,
-            {
-              actor,
-              reason,
-              ...(externalId ? { externalId } : {}),
-              ...(externalUrl ? { externalUrl } : {}),
-              ...(step ? { step } : {}),
-              ...(revision ? { revision } : {}),
-              ...(attempt ? { attempt } : {}),
-            },
-            decisionId,
-          );
-          print(
-            !!opts.json,
-            answer,
-            () =>
-              `${answer.repeated ? `${answer.reason}` : answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`,
-          );
-          if (!answer.accepted) process.exitCode = EXIT.refused;
-        });
-      },
-    );
+    .action(async (effectId: string | undefined, decision: string | undefined, opts: DecideOptions) => {
+      if (opts.where !== undefined || opts.plan !== undefined) return decideInBulk(effectId, decision, opts);
+      if (!effectId || !decision)
+        throw new InvalidArgumentError('decide takes an effect ID and a decision, or --where');
+      if (!opts.actor || !opts.reason) throw new InvalidArgumentError('decide needs --actor and --reason');
+      const kind = decision === 'confirm' ? 'confirm-delivery' : decision;
+      if (!isDecisionKind(kind))
+        throw new InvalidArgumentError(
+          `decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`,
+        );
+      await withSession(async ({ effects }) => {
+        const { externalId, externalUrl, actor, reason, step, revision, attempt, decisionId } = opts;
+        const answer = await effects.decide(
+          effectId,
+          kind,
+          {
+            actor: actor as string,
+            reason: reason as string,
+            ...(externalId ? { externalId } : {}),
+            ...(externalUrl ? { externalUrl } : {}),
+            ...(step ? { step } : {}),
+            ...(revision ? { revision } : {}),
+            ...(attempt ? { attempt } : {}),
+          },
+          decisionId,
+        );
+        print(
+          !!opts.json,
+          answer,
+          () =>
+            `${answer.repeated ? `${answer.reason}` : answer.accepted ? 'accepted' : `not accepted: ${answer.reason}`}; ${effectId} is ${answer.stage}`,
+        );
+        if (!answer.accepted) process.exitCode = EXIT.refused;
+      });
+    });
   program
     .command('revise')
     .description("a person's new revision of a rejected effect: same effect ID, new payload, release revision n+1")

@@ -7,6 +7,7 @@ import { dirname, resolve } from 'node:path';
 import type { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { closeGatePlugin, settleTemporalCalls } from '../client/connection-close.js';
 import { loadTemporalConfig, projectRoot, searchAttributeArgs, type TemporalConfig } from '../workers/config.js';
 import { childProcessesMatching, reapWithUs } from './reaper.js';
 import { locateTemporalCli } from './temporal-cli.js';
@@ -57,6 +58,12 @@ export async function ensureSearchAttributes(
   return missing.map(([name]) => name);
 }
 
+/**
+ * Task priority (first readbacks before repeat ones) needs the server's new task matcher: on by default from server
+ * 1.31, behind this setting on 1.29–1.30 (the CLI v1.5.1's dev server is 1.29.1).
+ */
+const DYNAMIC_CONFIG = ['--dynamic-config-value', 'matching.useNewMatcher=true'];
+
 /** Core gives a dev server 5 s to answer; on a loaded machine (files start theirs side by side) it may not. */
 const NOT_STARTED = /ephemeral server at [\d.]+:(\d+) did not start within/;
 
@@ -86,13 +93,28 @@ async function startDevServerOnce(options: DevServerOptions): Promise<TestWorkfl
       uiPort: options.uiPort,
       dbFilename: options.dbFilename,
       log: { format: 'pretty', level: config.devServer.logLevel },
-      extraArgs: [...searchAttributeArgs(config), ...(options.extraArgs ?? [])],
+      extraArgs: [...searchAttributeArgs(config), ...DYNAMIC_CONFIG, ...(options.extraArgs ?? [])],
     },
+    plugins: [closeGatePlugin],
   });
+  settleCallsOnTeardown(env);
   const port = env.address.split(':').pop() ?? '';
   for (const pid of childProcessesMatching('start-dev', `--port ${port}`)) reapWithUs(pid);
   await ensureSearchAttributes(env.connection, config);
   return env;
+}
+
+/**
+ * The SDK's teardown closes the environment's connection as it is: calls still retrying on it (Temporal
+ * already down, say) are settled first, so none retries on the closed channel (client/connection-close.ts).
+ * The connection must carry the gate: `plugins: [closeGatePlugin]` where the environment is made.
+ */
+export function settleCallsOnTeardown(env: TestWorkflowEnvironment): void {
+  const teardown = env.teardown.bind(env);
+  env.teardown = async () => {
+    await settleTemporalCalls(env.connection);
+    await teardown();
+  };
 }
 
 /** The dev server the demo leaves running: temporal.yaml's ports and database file. */

@@ -4,6 +4,10 @@
 //   const worker = await Worker.create({ connection, namespace, taskQueue, plugins: [effectLedger] });
 //   await worker.run();
 //
+// The worker is versioned (workers/deployment.ts): its deployment name and build ID come from
+// TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID (or the `deployment` option, or the worker's own
+// `workerDeploymentOptions`), and effects run pinned to the version that started them.
+//
 // It registers the effect workflow's activities (with the adapters of the destinations this worker hosts) and the
 // ledger reconciler's, and the workflows themselves unless the worker brings its own bundle or path (which must
 // then `export * from 'effect-ledger/workflows'`). Beside the running worker (runWorker) it keeps the ledger
@@ -35,6 +39,17 @@ import {
   readbackTaskQueue,
 } from '../domain/destination-contract.js';
 import type { LedgerDb } from '../ledger/db.js';
+import {
+  becomeCurrentVersion,
+  currentVersion,
+  type DeploymentVersion,
+  deploymentFromEnv,
+  deploymentOptions,
+  requireDeployment,
+  requireVersioningServer,
+  versionName,
+  WorkerDeploymentError,
+} from './deployment.js';
 import { hostDestinations } from './hosted-destinations.js';
 import {
   createReconcilerActivities,
@@ -42,7 +57,7 @@ import {
   passLogFields,
   type ReconcilerPassObserver,
 } from './ledger-reconciler.js';
-import { workflowsPath } from './workflows-path.js';
+import { type WorkflowCode, workflowsPathOf } from './workflows-path.js';
 
 export interface EffectLedgerPluginOptions {
   /** The ledger, as the runtime role. */
@@ -78,6 +93,24 @@ export interface EffectLedgerPluginOptions {
    * docs/price-at-scale.md.
    */
   maxCachedWorkflows?: number;
+  /**
+   * The worker deployment version this worker belongs to (default: TEMPORAL_DEPLOYMENT_NAME and
+   * TEMPORAL_WORKER_BUILD_ID in `env`). A worker's own `workerDeploymentOptions` win. Without one, the worker does
+   * not start: effects run pinned to the version that started them (docs/versioning.md).
+   */
+  deployment?: DeploymentVersion;
+  /**
+   * Make this worker's version the deployment's current one once it polls, as `temporal worker deployment
+   * set-current-version` would: for development stacks, tests and the demo. A production rollout promotes (or
+   * ramps) a version by hand (docs/deploy.md). Default: EFFECT_LEDGER_BECOME_CURRENT=1 in `env`; otherwise the
+   * worker warns when its version is not current.
+   */
+  becomeCurrent?: boolean;
+  /**
+   * Which workflow code this build runs: `current` (default), or `v6`, the frozen code of workflow version 6 that
+   * drains the effects started before Worker Versioning (docs/deploy.md, "Upgrading from an unversioned worker").
+   */
+  workflowCode?: WorkflowCode;
 }
 
 /**
@@ -87,14 +120,18 @@ export interface EffectLedgerPluginOptions {
  */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
+const readbackRate = (adapter: DestinationAdapter) => adapter.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND;
+
 /** The plugin's name, as Temporal reports it. */
 export const EFFECT_LEDGER_PLUGIN = 'effect-ledger';
 
 interface ConfiguredWorker {
   effects: EffectLedgerClient;
+  versioning: NonNullable<WorkerOptions['workerDeploymentOptions']>;
   namespace: string;
   connection: NativeConnection | undefined;
-  readBack: ReturnType<typeof createActivities>['readBack'];
+  /** What the destinations' readback queues run: the one-off readback (workflow v6) and the looks (v7). */
+  readbacks: Pick<ReturnType<typeof createActivities>, 'readBack' | 'watchForObject'>;
 }
 
 export class EffectLedgerPlugin extends SimplePlugin {
@@ -135,6 +172,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
     const configured = super.configureWorker(options);
     const { db, metrics } = this.settings;
     const namespace = options.namespace ?? 'default';
+    const versioning = this.versioning(options);
     const effects =
       this.settings.effects ??
       new EffectLedgerClient({
@@ -147,9 +185,10 @@ export class EffectLedgerPlugin extends SimplePlugin {
     const activities = createActivities({ db, destinations: this.hosted, ...(metrics ? { metrics } : {}) });
     this.configured.set(options.taskQueue, {
       effects,
+      versioning,
       namespace,
       connection: options.connection,
-      readBack: activities.readBack,
+      readbacks: { readBack: activities.readBack, watchForObject: activities.watchForObject },
     });
     const ours: Record<string, unknown> = {
       ...activities,
@@ -172,9 +211,22 @@ export class EffectLedgerPlugin extends SimplePlugin {
       shutdownGraceTime: '30 seconds',
       maxCachedWorkflows: this.settings.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
       ...configured,
+      workerDeploymentOptions: versioning,
       activities: { ...(configured.activities ?? {}), ...ours },
       ...this.workflows(configured),
     };
+  }
+
+  /** The worker's deployment version: its own options, else the plugin's, else the environment's; never none. */
+  private versioning(options: WorkerOptions): NonNullable<WorkerOptions['workerDeploymentOptions']> {
+    const own = options.workerDeploymentOptions;
+    if (own && !own.useWorkerVersioning)
+      throw new WorkerDeploymentError(
+        'this worker sets workerDeploymentOptions.useWorkerVersioning to false: effect-ledger runs effects pinned to a worker deployment version (docs/versioning.md)',
+      );
+    if (own) return own;
+    const env = this.settings.env ?? process.env;
+    return deploymentOptions(requireDeployment(this.settings.deployment ?? deploymentFromEnv(env)));
   }
 
   override configureReplayWorker(options: ReplayWorkerOptions): ReplayWorkerOptions {
@@ -189,10 +241,57 @@ export class EffectLedgerPlugin extends SimplePlugin {
   override async runWorker(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
     this.running += 1;
     try {
-      await this.runWithReadbackWorkers(worker, next);
+      await this.checkVersioning(worker);
+      await this.runWithReadbackWorkers(worker, (w) => this.runVersioned(w, next));
     } finally {
       this.running -= 1;
       if (this.running === 0) await this.closeDestinations();
+    }
+  }
+
+  /** The server must offer Worker Versioning before this worker polls as a version (workers/deployment.ts). */
+  private async checkVersioning(worker: Worker): Promise<void> {
+    const configured = this.configured.get(worker.options.taskQueue);
+    if (!configured?.connection) return;
+    await requireVersioningServer(configured.connection.workflowService, configured.namespace);
+  }
+
+  /**
+   * Runs the worker; meanwhile makes its version current (becomeCurrent) or says, once, when it is not: effects
+   * start only on the deployment's current version.
+   */
+  private async runVersioned(worker: Worker, next: (w: Worker) => Promise<void>): Promise<void> {
+    const configured = this.configured.get(worker.options.taskQueue);
+    if (!configured?.connection) return next(worker);
+    const { connection, namespace, versioning } = configured;
+    const logger = Runtime.instance().logger;
+    const version = versioning.version;
+    const stop = new AbortController();
+    const env = this.settings.env ?? process.env;
+    const routing =
+      (this.settings.becomeCurrent ?? env.EFFECT_LEDGER_BECOME_CURRENT === '1')
+        ? becomeCurrentVersion(connection.workflowService, namespace, version, {
+            identity: worker.options.identity,
+            signal: stop.signal,
+          }).then(() => logger.info('effect-ledger version is current', { version: versionName(version) }))
+        : currentVersion(connection.workflowService, namespace, version.deploymentName).then((current) => {
+            if (current?.buildId !== version.buildId)
+              logger.warn('effect-ledger version is not current: new effects start elsewhere until it is', {
+                version: versionName(version),
+                current: current ? versionName(current) : 'none',
+                promote: `temporal worker deployment set-current-version --deployment-name ${version.deploymentName} --build-id ${version.buildId}`,
+              });
+          });
+    const routed = routing.catch((error: unknown) => {
+      if (stop.signal.aborted) return;
+      logger.error('effect-ledger could not make its version current', { error: (error as Error).message });
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+    });
+    try {
+      await next(worker);
+    } finally {
+      stop.abort(new Error('worker stopped'));
+      await routed;
     }
   }
 
@@ -217,8 +316,14 @@ export class EffectLedgerPlugin extends SimplePlugin {
           namespace: configured.namespace,
           taskQueue: readbackTaskQueue(worker.options.taskQueue, name),
           identity: `${worker.options.identity} readback ${name}`,
-          activities: { readBack: configured.readBack },
-          maxTaskQueueActivitiesPerSecond: adapter.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND,
+          activities: configured.readbacks,
+          // Part of the same deployment version: a pinned effect's readbacks run the code of its own build.
+          workerDeploymentOptions: configured.versioning,
+          maxTaskQueueActivitiesPerSecond: readbackRate(adapter),
+          // Half a second of the rate in hand at once: the rest wait in the server's queue, where the first look at
+          // an effect goes ahead of repeat looks (task priority). Taken sooner, they would queue for their turns in
+          // the ledger (readback_pace), first come first served, and a newcomer would wait behind them.
+          maxConcurrentActivityTaskExecutions: Math.max(2, Math.ceil(readbackRate(adapter) / 2)),
           shutdownGraceTime: worker.options.shutdownGraceTime,
         }),
       ),
@@ -290,6 +395,7 @@ export class EffectLedgerPlugin extends SimplePlugin {
   /** effect-ledger's workflows, unless the worker brings its own bundle or path (which must include them). */
   private workflows(options: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>) {
     if (options.workflowBundle || options.workflowsPath) return {};
-    return this.settings.workflowBundle ? { workflowBundle: this.settings.workflowBundle } : { workflowsPath };
+    if (this.settings.workflowBundle) return { workflowBundle: this.settings.workflowBundle };
+    return { workflowsPath: workflowsPathOf(this.settings.workflowCode) };
   }
 }

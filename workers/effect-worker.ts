@@ -14,7 +14,7 @@ import type { ActivityDeps } from '../activities/index.js';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { EffectLedgerPlugin, type EffectLedgerPluginOptions } from './effect-ledger-plugin.js';
 import type { ReconcilerPassObserver } from './ledger-reconciler.js';
-import { workflowsPath } from './workflows-path.js';
+import { type WorkflowCode, workflowsPath, workflowsPathOf } from './workflows-path.js';
 
 export { workflowsPath };
 
@@ -23,9 +23,13 @@ export { workflowsPath };
  * also bundles deliberately altered copies (another workflows path, or extra interceptor modules).
  */
 export function bundleEffectWorkflows(
-  options: Partial<Pick<BundleOptions, 'workflowsPath' | 'workflowInterceptorModules' | 'webpackConfigHook'>> = {},
+  options: Partial<Pick<BundleOptions, 'workflowsPath' | 'workflowInterceptorModules' | 'webpackConfigHook'>> & {
+    /** Which workflow code (default the current; `v6`, the frozen code that drains pre-versioning effects). */
+    code?: WorkflowCode;
+  } = {},
 ): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath, ...options, logger: new DefaultLogger('WARN') });
+  const { code, ...bundle } = options;
+  return bundleWorkflowCode({ workflowsPath: workflowsPathOf(code), ...bundle, logger: new DefaultLogger('WARN') });
 }
 
 export interface EffectWorkerOptions extends Omit<ActivityDeps, 'destinations'> {
@@ -43,6 +47,12 @@ export interface EffectWorkerOptions extends Omit<ActivityDeps, 'destinations'> 
   effects?: EffectLedgerClient;
   /** Counts the reconciler activity's passes (the worker process's metrics). */
   reconcilerObserver?: ReconcilerPassObserver;
+  /** The worker deployment version (default: TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID). */
+  deployment?: EffectLedgerPluginOptions['deployment'];
+  /** Make the version current once it polls (development stacks, tests, the demo). */
+  becomeCurrent?: boolean;
+  /** The workflow code this build runs (default the current). */
+  workflowCode?: WorkflowCode;
   /**
    * The reconciler's schedule and local pass beside the worker (the worker process keeps them); default off, so
    * a test's worker never starts a pass of its own.

@@ -12,19 +12,27 @@
 // EFFECT_LEDGER_METRICS_ADDRESS and EFFECT_LEDGER_SDK_METRICS_ADDRESS (host:port of the Prometheus
 // endpoints; off when unset), EFFECT_LEDGER_SHUTDOWN_GRACE_MS (default 30000: on SIGTERM, how long running
 // activities get to finish), EFFECT_LEDGER_WORKFLOW_BUNDLE (the path of the workflow code bundled ahead of
-// time, bundleEffectWorkflows()'s `code` in a file: the worker starts without bundling; unset, it bundles).
+// time, bundleEffectWorkflows()'s `code` in a file: the worker starts without bundling; unset, it bundles),
+// TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID (required: the worker deployment version this worker
+// belongs to; effects run pinned to it, docs/versioning.md), EFFECT_LEDGER_WORKFLOW_CODE (`current`, the default,
+// or `v6`: the frozen code that drains effects started before Worker Versioning, docs/deploy.md),
+// EFFECT_LEDGER_BECOME_CURRENT (1: make this version the deployment's current one once it polls — development
+// and tests; a production rollout does it with `temporal worker deployment set-current-version`).
 // A thin user of the worker plugin (effect-ledger-plugin.ts), which also keeps the ledger reconciler's
 // schedule and local pass beside the worker. docs/deploy.md, docs/your-own-destination.md.
 import { type LogLevel, Worker } from '@temporalio/worker';
+import { closeTemporalClient } from '../client/connection-close.js';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { connectTemporalClient, describeTarget, resolveTemporalTarget } from '../client/temporal-connection.js';
 import { databaseUrl, openLedger } from '../ledger/db.js';
 import { isLostConnection } from './connection-loss.js';
+import { deploymentFromEnv, requireDeployment } from './deployment.js';
 import { EffectLedgerPlugin } from './effect-ledger-plugin.js';
 import { loadWorkerDestinations } from './hosted-destinations.js';
 import { createWorkerMetrics, serveMetrics } from './metrics.js';
 import { installWorkerRuntime } from './runtime.js';
 import { connectWorkerNative } from './temporal-worker-connection.js';
+import { isWorkflowCode, WORKFLOW_CODES } from './workflows-path.js';
 
 const logger = installWorkerRuntime({
   logLevel: (process.env.EFFECT_LEDGER_LOG_LEVEL?.toUpperCase() as LogLevel | undefined) ?? 'INFO',
@@ -46,6 +54,11 @@ process.on('uncaughtException', (error) => {
 });
 
 const config = resolveTemporalTarget();
+// Before anything connects: a worker without its deployment version stops here, naming what is missing.
+const deployment = requireDeployment(deploymentFromEnv());
+const workflowCode = process.env.EFFECT_LEDGER_WORKFLOW_CODE ?? 'current';
+if (!isWorkflowCode(workflowCode))
+  throw new Error(`EFFECT_LEDGER_WORKFLOW_CODE must be one of ${WORKFLOW_CODES.join(', ')}, not ${workflowCode}`);
 const reconcileEveryMs = Number(process.env.EFFECT_LEDGER_RECONCILE_EVERY_MS ?? 60_000);
 // Loaded before anything connects: a destinations module that is wrong stops the worker with why.
 const destinations = await loadWorkerDestinations();
@@ -72,6 +85,8 @@ try {
       ...(pageSize ? { reconcilerPageSize: Number(pageSize) } : {}),
     }),
     reconciler: { everyMs: reconcileEveryMs },
+    deployment,
+    workflowCode,
     reconcilerObserver: metrics.reconciler,
     ...(process.env.EFFECT_LEDGER_MAX_CACHED_WORKFLOWS
       ? { maxCachedWorkflows: Number(process.env.EFFECT_LEDGER_MAX_CACHED_WORKFLOWS) }
@@ -90,6 +105,6 @@ try {
   // Worker.run() stops gracefully on SIGINT/SIGTERM (the SDK installs those handlers).
   await worker.run();
 } finally {
-  await Promise.allSettled([connection.close(), client.connection.close()]);
+  await Promise.allSettled([connection.close(), closeTemporalClient(client)]);
   await ledger.close();
 }

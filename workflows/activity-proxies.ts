@@ -1,12 +1,18 @@
-// The two ways the workflow reaches activities, typed so that the wrong one cannot compile.
-import { type ActivityOptions, proxyActivities } from '@temporalio/workflow';
+// The three ways the workflow reaches activities, typed so that the wrong one cannot compile.
+import { ActivityCancellationType, type ActivityOptions, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { EffectActivities } from '../activities/index.js';
+import { readbackTaskQueue } from '../domain/destination-contract.js';
 
-/** The activities that can create the external object: v3's attemptOnce, and v1/v2's sendToDestination. */
-type SendActivity = Pick<EffectActivities, 'attemptOnce' | 'sendToDestination'>;
+/** The activity that can create the external object. */
+type SendActivity = Pick<EffectActivities, 'attemptOnce'>;
+/** The looks at the destination, on its own readback queue. */
+type LookActivity = Pick<EffectActivities, 'watchForObject'>;
 
-/** Ledger writes and readbacks are idempotent: retry them until they answer. */
-export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity>>({
+/** What only the frozen v6 code calls: a send in three activities, and a one-off readback. */
+type V6Only = 'sendToDestination' | 'recordAttempt' | 'readBack';
+
+/** Ledger writes and reads are idempotent: retry them until they answer. */
+export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity | keyof LookActivity | V6Only>>({
   startToCloseTimeout: '10 seconds',
   retry: {
     initialInterval: '1 second',
@@ -16,36 +22,42 @@ export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity>
 });
 
 /**
- * v3's readback: bounded by its own deadline and a heartbeat per page, so a hung read is noticed and
- * retried, and a cancelled one stops before it records anything.
- */
-const READBACK_OPTIONS: ActivityOptions = {
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '30 seconds',
-  retry: {
-    initialInterval: '1 second',
-    maximumInterval: '1 minute',
-    nonRetryableErrorTypes: ['LedgerInvariantError', 'ReleaseNotFound', 'UnknownDestination'],
-  },
-};
-
-export const readback = proxyActivities<Pick<EffectActivities, 'readBack'>>(READBACK_OPTIONS);
-
-/**
- * The same readback on its destination's task queue (READBACK_QUEUE_PATCH), where the server hands tasks out at
- * the destination's declared rate. A 429 retries after the provider's Retry-After (the activity's nextRetryDelay).
- */
-export function readbackOn(taskQueue: string): Pick<EffectActivities, 'readBack'> {
-  return proxyActivities<Pick<EffectActivities, 'readBack'>>({ ...READBACK_OPTIONS, taskQueue });
-}
-
-/**
- * One provider call per activity execution: after the request may have left, only evidence decides
- * what happens next. The activity gets a little more than the call so the adapter classifies first.
+ * One provider call per activity execution: after the request may have left, only evidence decides what happens
+ * next. The activity gets a little more than the call so the adapter classifies first.
  */
 export function sendActivity(callTimeoutMs: number): SendActivity {
   return proxyActivities<SendActivity>({
     startToCloseTimeout: callTimeoutMs + 5000,
     retry: { maximumAttempts: 1 },
   });
+}
+
+/**
+ * Who goes first on a destination's readback queue, whose server-side rate the looks of every waiting effect share
+ * (priority key: lower first): the first look at an attempt's fate, then a look an operator asked for, then the
+ * repeat looks of effects that already know where they stand.
+ */
+export const LOOK_PRIORITY = { first: 1, asked: 2, repeat: 4 } as const;
+export type LookPriority = keyof typeof LOOK_PRIORITY;
+
+/**
+ * The looks at the destination: on its own readback queue, which the workers poll at the rate it declares. Each
+ * attempt is bounded by its own deadline and a heartbeat per page; retries (the repeat looks, a 429's Retry-After)
+ * are unbounded in number and write no history. A cancelled watch is waited for, so a look in progress never
+ * records after the workflow has moved on.
+ */
+export function looks(destination: string, priority: LookPriority): LookActivity {
+  const options: ActivityOptions = {
+    taskQueue: readbackTaskQueue(workflowInfo().taskQueue, destination),
+    startToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '30 seconds',
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    priority: { priorityKey: LOOK_PRIORITY[priority] },
+    retry: {
+      initialInterval: '1 second',
+      maximumInterval: '1 minute',
+      nonRetryableErrorTypes: ['LedgerInvariantError', 'ReleaseNotFound', 'UnknownDestination'],
+    },
+  };
+  return proxyActivities<LookActivity>(options);
 }

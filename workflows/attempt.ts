@@ -1,109 +1,28 @@
-// One attempt: the intent is written (→ attempted), the released package is sent once, and the
-// provider's answer is recorded with the stage it leads to. Returns the classified outcome.
-// v3 does it in one activity (attemptOnce); v1/v2 runs replay their three (attemptInSteps).
-import { ActivityFailure, condition, patched, sleep, workflowInfo } from '@temporalio/workflow';
+// One attempt, in one activity: the intent is written (→ attempted), the released package is sent once, and the
+// provider's answer is recorded with the stage it leads to. And the two pauses after an attempt that sent nothing:
+// "not sent" (the same key goes again) and "not hosted" (a worker that hosts the destination must make it).
+import { ActivityFailure, condition } from '@temporalio/workflow';
 import type { AttemptReport } from '../activities/attempt-activities.js';
 import type { SendOutcome } from '../domain/destination-contract.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
-import {
-  type EffectStage,
-  isEffectStage,
-  isTerminal,
-  stageAfterOutcome,
-  stageAfterStepOutcome,
-} from '../domain/stages.js';
+import { type EffectStage, isEffectStage, isTerminal, stageAfterStepOutcome } from '../domain/stages.js';
 import { ledger, sendActivity } from './activity-proxies.js';
-import type { EffectRun, QueuedDecision } from './effect-run.js';
-import {
-  NOT_HOSTED_PATCH,
-  NOT_SENT_CARRIED_PATCH,
-  RESEND_AFTER_NOT_SENT_PATCH,
-  REVISION_HANDOVER_PATCH,
-} from './patches.js';
+import type { EffectRun, Pause, QueuedDecision } from './effect-run.js';
 
 /** A pause that grows to a minute, for "not sent" retries and automatic retries after absence. */
 export function backoffMs(n: number, retryAfterMs?: number): number {
   return retryAfterMs ?? Math.min(60_000, 1000 * 2 ** Math.min(n - 1, 6));
 }
 
-export async function attemptInSteps(run: EffectRun): Promise<SendOutcome> {
-  const { input } = run;
-  run.attemptNumber += 1;
-  const made = await ledger.recordAttempt(input.effectId, MAIN_STEP, run.attemptNumber, run.releaseRevision);
-  run.firstAttemptAt ??= made.startedAt;
-  run.view.addAttempt(made);
-  run.move('attempted', `the provider's answer to attempt ${run.attemptNumber}`);
-
-  let outcome: SendOutcome;
-  try {
-    outcome = await sendActivity(input.callTimeoutMs).sendToDestination(made, run.releaseRevision, input.callTimeoutMs);
-  } catch (error) {
-    if (!(error instanceof ActivityFailure)) throw error;
-    // The activity timed out or its worker died mid-call: the request may have left.
-    outcome = {
-      class: 'unknown',
-      detail: { reason: `provider call did not finish: ${error.cause?.message ?? error.message}` },
-    };
-  }
-  await ledger.recordResponse(made, input.destination, outcome, stageAfterOutcome(outcome.class));
-  run.view.settleAttempt(run.attemptNumber, outcome.class, outcome.detail.reason);
-  return outcome;
-}
-
-/**
- * "Not sent": the provider cannot have applied it; the same key goes again after a pause. In v3 a
- * person may abandon the effect meanwhile (nothing is in flight), and a long refusal continues as new.
- * Returns the abandon decision when one came.
- */
-export async function pauseBeforeResend(
-  run: EffectRun,
-  outcome: Extract<SendOutcome, { class: 'not_sent' }>,
-): Promise<QueuedDecision | undefined> {
-  const pause = backoffMs(run.attemptNumber, outcome.retryAfterMs);
-  run.await(`retry with the same key in ${Math.round(pause / 1000)} s (not sent: ${outcome.detail.reason})`);
-  if (!run.v3) {
-    await sleep(pause);
-    return undefined;
-  }
-  // The pause is a decision window of its own (v5): what was queued before it answered something else.
-  run.episode += 1;
-  if (run.decisions.length && run.decisionsBound())
-    await run.refuseStale('stale: it answered an earlier wait; the effect is pausing to resend');
-  run.resendPending = true;
-  await condition(() => run.decisions.length > 0, pause);
-  run.resendPending = false;
-  const abandon = run.decisions.shift();
-  // v5: the next run goes on resending; before, it started in UNKNOWN and read back.
-  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver(patched(NOT_SENT_CARRIED_PATCH));
-  return abandon;
-}
-
-/**
- * No worker that took the attempt hosts the step's destination; nothing was written or sent. Waits visibly (1 s,
- * doubling to a minute) and tries again, so the effect proceeds once a worker that hosts it polls; a person may
- * abandon it meanwhile (nothing is in flight). Returns the abandon decision when one came.
- */
-export async function awaitHostingWorker(run: EffectRun, end: NotHosted): Promise<QueuedDecision | undefined> {
-  run.notHostedWaits += 1;
-  const pause = backoffMs(run.notHostedWaits);
-  run.await(
-    `a worker that hosts destination ${end.destination} (nothing was sent; the worker asked said: ${end.reason}); trying again in ${Math.round(pause / 1000)} s (abandon it if it will never be hosted)`,
-  );
-  run.resendPending = true;
-  await condition(() => run.decisions.length > 0, pause);
-  run.resendPending = false;
-  const abandon = run.decisions.shift();
-  if (!abandon && workflowInfo().continueAsNewSuggested) return run.handOver();
-  return abandon;
-}
-
-/** What an attempt ended in, besides a provider outcome: the ledger showed the effect was settled before. */
+/** What an attempt ended in, besides a provider outcome. */
 export type AttemptEnd =
   | SendOutcome
+  /** The ledger held the effect's fact already. */
   | { class: 'recorded-before'; externalId: string; externalUrl: string | null }
+  /** An earlier run ended the effect. */
   | { class: 'ended-before'; stage: EffectStage }
   | NotHosted
-  /** v5: the effect is on a later revision than this run's: the run hands over to it. */
+  /** The effect is on a later revision than this run's: the run hands over to it. */
   | { class: 'superseded'; revision: number };
 
 /** The worker that took the attempt does not host the step's destination: nothing was written or sent. */
@@ -114,8 +33,8 @@ export interface NotHosted {
 }
 
 /**
- * v3: one activity writes the attempt, sends and records the answer. It writes nothing, and says why,
- * when the ledger holds a fact, attempts this run did not make (read back first), or no release yet.
+ * The next attempt of the current step. The activity writes nothing, and says why, when the ledger holds a fact,
+ * attempts this run did not make (look first), no release yet, or another revision.
  */
 export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
   const { input } = run;
@@ -141,8 +60,7 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
         await ledger.releaseEffect(input.effectId, MAIN_STEP);
         continue;
       case 'superseded':
-        if (patched(REVISION_HANDOVER_PATCH)) return { class: 'superseded', revision: report.revision };
-        continue;
+        return { class: 'superseded', revision: report.revision };
       case 'recorded-before':
         return { class: 'recorded-before', ...report.fact };
       case 'earlier-attempts':
@@ -150,8 +68,8 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
         run.firstAttemptAt = report.firstAttemptStartedAt;
         if (isEffectStage(report.stage) && isTerminal(report.stage))
           return { class: 'ended-before', stage: report.stage };
-        // v6: the last of them was answered "not sent": nothing is in flight, so the next attempt goes (same key).
-        if (report.lastAnswer === 'not_sent' && patched(RESEND_AFTER_NOT_SENT_PATCH)) {
+        // The last of them was answered "not sent": nothing is in flight, so the next attempt goes (same key).
+        if (report.lastAnswer === 'not_sent') {
           run.attemptNumber += 1;
           run.await(
             `the provider's answer to attempt ${run.attemptNumber} (attempt ${report.highestAttempt} was not sent)`,
@@ -160,16 +78,13 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
         }
         return {
           class: 'unknown',
-          detail: { reason: 'attempts this run did not make are in the ledger: read back first' },
+          detail: { reason: 'attempts this run did not make are in the ledger: look first' },
         };
       case 'not-hosted':
-        // A new kind of answer: histories recorded before it never reach this line (the marker says it is new).
-        if (!patched(NOT_HOSTED_PATCH)) continue;
         // Attempt N was not written: the number goes to the attempt a worker that hosts the destination makes.
         run.attemptNumber -= 1;
         return { class: 'not-hosted', destination: report.destination, reason: report.reason };
       case 'sent': {
-        run.notHostedWaits = 0;
         const { attempt: made, outcome } = report;
         run.firstAttemptAt ??= made.startedAt;
         run.view.addAttempt(made);
@@ -186,31 +101,13 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
 
 /**
  * The send activity did not finish. With no attempt row nothing left (intent before send); else UNKNOWN, unless
- * (v5) the ledger holds the answer the activity recorded, or the effect has moved on to a later revision.
+ * the ledger holds the answer the activity recorded, or the effect has moved on to a later revision.
  */
 async function lostAnswer(run: EffectRun, reason: string): Promise<AttemptEnd> {
   const { input } = run;
   const made = await ledger.recordLostAnswer(input.effectId, run.step, run.attemptNumber, reason, run.releaseRevision);
-  if (
-    made?.effectRevision !== undefined &&
-    made.effectRevision !== run.releaseRevision &&
-    patched(REVISION_HANDOVER_PATCH)
-  )
+  if (made?.effectRevision !== undefined && made.effectRevision !== run.releaseRevision)
     return { class: 'superseded', revision: made.effectRevision };
-  if (made?.answer && patched(REVISION_HANDOVER_PATCH)) {
-    run.firstAttemptAt ??= made.startedAt;
-    run.view.addAttempt({
-      attemptNumber: run.attemptNumber,
-      idempotencyKey: made.idempotencyKey,
-      startedAt: made.startedAt,
-    });
-    run.view.settleAttempt(
-      run.attemptNumber,
-      made.answer.class,
-      `${made.answer.detail.reason} (${reason}; the ledger holds the answer)`,
-    );
-    return made.answer;
-  }
   if (!made?.idempotencyKey) {
     run.attemptNumber -= 1;
     return {
@@ -224,6 +121,66 @@ async function lostAnswer(run: EffectRun, reason: string): Promise<AttemptEnd> {
     idempotencyKey: made.idempotencyKey,
     startedAt: made.startedAt,
   });
+  if (made.answer) {
+    run.view.settleAttempt(
+      run.attemptNumber,
+      made.answer.class,
+      `${made.answer.detail.reason} (${reason}; the ledger holds the answer)`,
+    );
+    return made.answer;
+  }
   run.view.settleAttempt(run.attemptNumber, 'unknown', reason);
   return { class: 'unknown', detail: { reason } };
+}
+
+/**
+ * A pause with nothing of ours in flight: a decision window of its own (what was queued before it answered something
+ * else), in which a person may abandon the effect. Waits `pauseMs`; returns the abandon when one came, or hands over
+ * when the run has grown long.
+ */
+async function pauseWith(
+  run: EffectRun,
+  what: Pause,
+  pauseMs: number,
+  text: string,
+): Promise<QueuedDecision | undefined> {
+  run.episode += 1;
+  if (run.decisions.length)
+    await run.refuseStale(`stale: it answered an earlier wait; the effect is pausing (${text})`);
+  run.rest(what, text);
+  run.pause = what;
+  await condition(() => run.decisions.length > 0, pauseMs);
+  run.pause = undefined;
+  const abandon = run.decisions.shift();
+  // The next run goes on from the pause: after "not sent" it sends again (nothing is in flight).
+  if (!abandon && run.woke()) return run.handOver({ resendPending: what === 'resend' });
+  return abandon;
+}
+
+/** "Not sent": the provider did not take the request; the same key goes again after a pause. */
+export function pauseBeforeResend(
+  run: EffectRun,
+  outcome: Extract<SendOutcome, { class: 'not_sent' }>,
+): Promise<QueuedDecision | undefined> {
+  const pause = backoffMs(run.attemptNumber, outcome.retryAfterMs);
+  return pauseWith(
+    run,
+    'resend',
+    pause,
+    `retry with the same key in ${Math.round(pause / 1000)} s (not sent: ${outcome.detail.reason}); a person may abandon it meanwhile`,
+  );
+}
+
+/**
+ * No worker that took the attempt hosts the step's destination; nothing was written or sent. Waits visibly (1 s,
+ * doubling to a minute) and tries again, so the effect proceeds once a worker that hosts it polls.
+ */
+export function awaitHostingWorker(run: EffectRun, end: NotHosted, waits: number): Promise<QueuedDecision | undefined> {
+  const pause = backoffMs(waits);
+  return pauseWith(
+    run,
+    'worker',
+    pause,
+    `a worker that hosts destination ${end.destination} (nothing was sent; the worker asked said: ${end.reason}); trying again in ${Math.round(pause / 1000)} s (abandon it if it will never be hosted)`,
+  );
 }

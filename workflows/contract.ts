@@ -18,13 +18,19 @@ export interface EffectInput {
   callTimeoutMs: number;
   /** The destination's contract allows a same-key retry after readback proved absence. */
   retryAfterProvenAbsence: boolean;
+  /**
+   * How long the destination remembers our key, in seconds, counted from the first attempt; null or absent: no
+   * expiry to heed (a transactional key, or none). Past it a same-key retry is a new request: never automatic,
+   * and a person's only once a look proved absence without the key.
+   */
+  keyRetentionSeconds?: number | null;
   /** While a human decision is awaited, readback runs again this often (a late object is still found). */
   readbackIntervalMs: number;
-  /** v3: the interval doubles after each readback while a person is awaited, up to this cap (per destination). */
+  /** The interval doubles after each look while the effect waits, up to this cap (per destination). */
   readbackMaxIntervalMs?: number;
   /**
-   * Readbacks one run makes while awaiting a human before it continues as new, so a wait of weeks never
-   * fills one history (default 24: four hours at the default interval). Absent in v1 inputs.
+   * Times one run wakes while it waits (a verdict that changed, a decision) before it continues as new, so a wait
+   * of weeks never fills one history (the v7 default: 50; v6 counted its readbacks, default 24). Absent in v1 inputs.
    */
   readbacksPerRun?: number;
   /** Overrides the destination's absence grace (tests shorten it). Absent in v1/v2 inputs. */
@@ -47,6 +53,8 @@ export interface StepInput {
   callTimeoutMs: number;
   retryAfterProvenAbsence: boolean;
   readbackMaxIntervalMs?: number;
+  /** The step's destination's key retention (EffectInput.keyRetentionSeconds). */
+  keyRetentionSeconds?: number | null;
   /** The step's released key, when it is not the step's own (a revision-scoped key): for the status only. */
   idempotencyKey?: string;
 }
@@ -65,6 +73,8 @@ export interface CarriedState {
   steps?: StepView[];
   /** v5: the previous run was pausing after "not sent": this run sends again (same key), it does not read back. */
   resendPending?: boolean;
+  /** v7: when the wait in UNKNOWN began (ISO): the looks go on on its schedule, not a new one. */
+  waitingSince?: string;
 }
 
 /** One outbound step of a multi-step effect, as the status and the UI show it. */
@@ -135,6 +145,15 @@ export interface EffectResult {
 }
 
 export const statusQuery = defineQuery<EffectStatus>('status');
+
+/**
+ * v7: the provider is back, look now: a waiting effect's next look is taken at once instead of at its scheduled
+ * time (it changes nothing else; a look that finds the object records it). Sent in bulk by `effect-ledger decide
+ * --look-now` or `temporal workflow signal --query … --name look-now`.
+ */
+export const lookNowSignal = defineSignal<[unknown]>('look-now');
+export const lookNowSignalDescription =
+  'Look for the object now instead of at the next scheduled look (while the effect waits in UNKNOWN; nothing else changes). Payload: {"actor": "you@example.com", "reason": "the provider is back"}';
 export const statusQueryDescription =
   'The effect as the workflow sees it now: stage, attempts (number, key, outcome), result, what it awaits.';
 

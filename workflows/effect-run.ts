@@ -1,11 +1,11 @@
-// What one run of the effect workflow knows and how it shows it: the view (stage, attempts, readbacks,
-// decisions), the attempt counters, the queue of human decisions, and the publishing of the stage to
-// the Web UI (search attribute + current details). Every phase works on this one object.
+// What one run of the effect workflow knows, and how it shows it. Every phase works on this one object: where the
+// current step stands (its attempts, revision, automatic retries), the decision windows people answer (the episode,
+// a pause, the queued decisions), and the publishing of the stage — current details on every change (they write no
+// history), search attributes only when what an operator filters on changes.
 import {
   allHandlersFinished,
   condition,
   makeContinueAsNewFunc,
-  patched,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -18,62 +18,83 @@ import { canMove, type EffectStage, isTerminal } from '../domain/stages.js';
 import { ledger } from './activity-proxies.js';
 import type { DecideResponse, EffectInput, EffectResult, StepInput } from './contract.js';
 import { EffectView } from './effect-view.js';
-import { DECISIONS_BOUND_PATCH, NOT_SENT_CARRIED_PATCH, REVISION_HANDOVER_PATCH } from './patches.js';
-import { effectStageKey, effectStepKey } from './search-attributes.js';
+import { type Awaiting, effectAwaitingKey, effectStageKey, effectStepKey } from './search-attributes.js';
 
-/** Four hours of waiting per run at the default 10-minute readback interval: about 350 history events. */
-const DEFAULT_READBACKS_PER_RUN = 24;
+/** Same-key retries after proven absence, per step, before a person must decide. */
+export const MAX_AUTOMATIC_RETRIES = 3;
+
+/** Times a run wakes while it waits before it hands over (continue-as-new): a wait of weeks never fills a history. */
+const DEFAULT_WAKES_PER_RUN = 50;
 
 /** A human decision waiting to be acted on; an update's caller gets `answer`. */
 export interface QueuedDecision {
   ref: string;
-  /** The UNKNOWN episode (v5: or not-sent pause) it was sent in: once that episode ends, it is stale. */
+  /** The decision window (UNKNOWN episode or pause) it arrived in: once that is over, it is stale. */
   episode: number;
-  /** v5: the step and revision the effect was carrying when it arrived: what it answers. */
-  step?: string;
-  revision?: number;
+  /** The step and revision the effect was carrying when it arrived: what it answers. */
+  step: string;
+  revision: number;
   decision: Decision;
   answer?: (response: DecideResponse) => void;
+}
+
+/** A wait in which nothing of ours is in flight, so a person may abandon the effect: `resend` or `worker`. */
+export type Pause = Extract<Awaiting, 'resend' | 'worker'>;
+
+/** What the search attributes say now: an upsert is made only when one of these changes. */
+interface Shown {
+  stage: string | undefined;
+  step: string | undefined;
+  awaiting: Awaiting | undefined;
 }
 
 export class EffectRun {
   readonly view: EffectView;
   readonly decisions: QueuedDecision[] = [];
-  /** Attempts made so far, by this run and the runs before it. */
+  /** The outbound steps in the order they leave; `main` alone for a single-step effect. */
+  readonly steps: readonly string[];
+
+  // The current step.
+  /** Attempts of the current step and revision, by this run and the runs before it. */
   attemptNumber = 0;
   firstAttemptAt: string | null = null;
-  releaseRevision = 0;
-  /** Same-key retries policy made after proven absence (counted per effect, carried across runs). */
+  releaseRevision: number;
+  /** Same-key retries policy made after proven absence, for the current step (at most MAX_AUTOMATIC_RETRIES). */
   automaticRetries: number;
-  readbacksThisRun = 0;
-  /** Waiting to resend after "not sent": an abandon decision is taken then (nothing is in flight). */
-  resendPending = false;
-  /** Attempts in a row no worker that took them could make (the destination not hosted there): the wait's backoff. */
-  notHostedWaits = 0;
-  /** This run takes v3's path (set once, from the patch marker, at the start). */
-  v3 = false;
-  /** Counts the times this run entered UNKNOWN (v5: or a not-sent pause): a decision answers the episode it arrived in. */
+
+  // The decision windows.
+  /** UNKNOWN episodes and pauses entered so far: a decision answers the one it arrived in. */
   episode = 0;
-  /** How often a person's revision of the refused effect was signalled (the client's revision-released). */
+  /** Set while pausing with nothing in flight: only an abandon is taken then. */
+  pause: Pause | undefined;
+  /** Revisions the client signalled (revision-released): a run closing as rejected hands over to the new one. */
   revisionSignals = 0;
-  /** v5: this run continues a run that handed over while pausing after "not sent": it sends again, no readback. */
-  resumesSending: boolean;
-  /** The outbound steps in the order they leave (v4); `main` alone for a single-step effect. */
-  readonly steps: readonly string[];
+  /** An operator asked for a look now (look-now): the waiting look is taken at once. */
+  lookNowAsked = false;
+
+  /** Times this run woke while waiting: bounded by `readbacksPerRun`, then it hands over. */
+  private wakes = 0;
   private decisionSeq = 0;
+  private readonly shown: Shown;
 
   constructor(readonly input: EffectInput) {
-    this.resumesSending = input.carried?.resendPending === true && patched(NOT_SENT_CARRIED_PATCH);
-    this.view = new EffectView(input, this.resumesSending);
+    this.view = new EffectView(input, input.carried?.resendPending === true);
     this.automaticRetries = input.carried?.automaticRetries ?? 0;
     this.steps = input.steps?.length ? input.steps.map((s) => s.step) : [MAIN_STEP];
+    this.releaseRevision = input.releaseRevision ?? 1;
+    const attributes = workflowInfo().typedSearchAttributes;
+    this.shown = {
+      stage: attributes.get(effectStageKey),
+      step: attributes.get(effectStepKey),
+      awaiting: attributes.get(effectAwaitingKey) as Awaiting | undefined,
+    };
   }
 
   get stage(): EffectStage {
     return this.view.stage;
   }
 
-  /** The step being carried now: its attempts, readbacks and decisions are this run's concern. */
+  /** The step being carried now: its attempts, looks and decisions are this run's concern. */
   get step(): string {
     return this.view.step;
   }
@@ -87,7 +108,10 @@ export class EffectRun {
   }
 
   /** The current step's destination policy (a step may go elsewhere than the effect's main destination). */
-  get policy(): Pick<StepInput, 'callTimeoutMs' | 'retryAfterProvenAbsence' | 'readbackMaxIntervalMs'> {
+  get policy(): Pick<
+    StepInput,
+    'callTimeoutMs' | 'retryAfterProvenAbsence' | 'readbackMaxIntervalMs' | 'keyRetentionSeconds'
+  > {
     return this.input.steps?.find((s) => s.step === this.step) ?? this.input;
   }
 
@@ -103,16 +127,30 @@ export class EffectRun {
   }
 
   /**
-   * v4: starts carrying `step`. Attempts and automatic retries count per step; a step the previous run
-   * was on (continue-as-new) resumes with its attempts.
+   * Starts carrying `step`: attempts and automatic retries count per step and revision. A run that continues
+   * another resumes the step it was on with its attempts.
    */
   beginStep(step: string): void {
-    if (!this.multiStep) return;
     const carried = this.input.carried?.attempts.filter((a) => (a.step ?? MAIN_STEP) === step) ?? [];
     if (step !== this.step || carried.length === 0) this.automaticRetries = 0;
     this.view.beginStep(step);
     this.attemptNumber = Math.max(0, ...carried.map((a) => a.attemptNumber));
     this.firstAttemptAt = carried[0]?.startedAt ?? null;
+  }
+
+  /**
+   * When the current step's key stops deduping (ms since the epoch), or undefined: no expiry to heed, or no
+   * attempt yet. Past it a same-key retry is a new request.
+   */
+  keyExpiresAt(): number | undefined {
+    const seconds = this.policy.keyRetentionSeconds;
+    if (seconds == null || !this.firstAttemptAt) return undefined;
+    return Date.parse(this.firstAttemptAt) + seconds * 1000;
+  }
+
+  keyExpired(): boolean {
+    const at = this.keyExpiresAt();
+    return at !== undefined && Date.now() >= at;
   }
 
   /** Names a signal or update for the ledger: a retried write finds its own row. */
@@ -121,23 +159,46 @@ export class EffectRun {
     return `${workflowInfo().runId}:${this.decisionSeq}`;
   }
 
-  publish(): void {
+  /**
+   * Shows the effect: the current details always (no history event), the search attributes operators filter on
+   * (stage, step, what it waits for) only when they changed — one upsert per change, none on the happy path but
+   * the last.
+   */
+  private publish(awaiting: Awaiting | undefined, stage: EffectStage = this.view.stage): void {
+    setCurrentDetails(this.view.details());
+    const now: Shown = { stage, step: this.multiStep ? this.step : undefined, awaiting };
+    const { shown } = this;
+    if (now.stage === shown.stage && now.step === shown.step && now.awaiting === shown.awaiting) return;
     upsertSearchAttributes([
-      { key: effectStageKey, value: this.view.stage },
+      { key: effectStageKey, value: now.stage as string },
       // A multi-step effect also says which step it is on (`EffectStep = "announce"` in the UI).
-      ...(this.multiStep ? [{ key: effectStepKey, value: this.step }] : []),
+      ...(now.step !== undefined && now.step !== shown.step ? [{ key: effectStepKey, value: now.step }] : []),
+      ...(now.awaiting !== shown.awaiting ? [{ key: effectAwaitingKey, value: now.awaiting ?? null }] : []),
     ]);
+    Object.assign(shown, now);
+  }
+
+  /** A move on the way (released → attempted, say): the details follow, nothing is upserted. */
+  move(to: EffectStage, awaiting?: string): void {
+    this.view.move(to, awaiting);
     setCurrentDetails(this.view.details());
   }
 
-  move(to: EffectStage, awaiting?: string): void {
-    this.view.move(to, awaiting);
-    this.publish();
-  }
-
+  /** What the effect is doing now, in words (details only). */
   await(awaiting: string): void {
     this.view.await(awaiting);
-    this.publish();
+    setCurrentDetails(this.view.details());
+  }
+
+  /** The effect comes to rest waiting for `what`: the details and, where they changed, the search attributes. */
+  rest(what: Awaiting, awaiting: string): void {
+    this.view.await(awaiting);
+    this.publish(what);
+  }
+
+  /** Decisions and refusals show at once, in the details. */
+  showDetails(): void {
+    setCurrentDetails(this.view.details());
   }
 
   result(reason?: string): EffectResult {
@@ -146,24 +207,23 @@ export class EffectRun {
   }
 
   /**
-   * The current step has its object. The effect is recorded with its last step (a readback's find passes
-   * through reconciled); a step before it leaves the effect attempted (the provider answered) or
-   * reconciled (found by readback, or confirmed by a person), and the next step goes.
+   * The current step has its object. The effect is recorded with its last step (a look's find passes through
+   * reconciled); a step before it leaves the effect attempted (the provider answered) or reconciled (found by a
+   * look, or confirmed by a person), and the next step goes.
    */
   settleStep(externalId: string, externalUrl: string | null | undefined, via: 'response' | 'readback' | 'human'): void {
     this.view.setResult(externalId, externalUrl);
     this.view.settleStep();
-    // Found (by readback or a person) passes through reconciled, from UNKNOWN. Reached any other way (a decision
-    // the stage did not expect) the stage machine is not asked for a move it forbids: that would fail the
-    // workflow task on every retry and leave the run silently stuck.
+    // Found (by a look or a person) passes through reconciled, from UNKNOWN. Reached any other way (a decision the
+    // stage did not expect) the stage machine is not asked for a move it forbids: that would fail the workflow task
+    // on every retry and leave the run silently stuck.
     const found = via !== 'response' && canMove(this.stage, 'reconciled');
-    if (via === 'readback' && found) this.move('reconciled');
-    if (this.lastStep) this.move('recorded');
-    else if (via === 'human' && found) this.move('reconciled');
-    else this.publish();
+    if (found && (via === 'readback' || !this.lastStep)) this.view.move('reconciled');
+    if (this.lastStep) this.view.move('recorded');
+    this.showDetails();
   }
 
-  /** What readback and a human's confirmation look for: the released package of the current step. */
+  /** What a look and a person's confirmation look for: the released package of the current step. */
   target(): ReadbackTarget {
     return {
       effectId: this.input.effectId,
@@ -177,12 +237,12 @@ export class EffectRun {
   }
 
   /**
-   * Records a decision that changes nothing, with why. `ref`: an update's own reference (v5), so the same
-   * decision ID sent again later finds this answer in the ledger.
+   * Records a decision that changes nothing, with why. `ref`: an update's own reference, so the same decision ID
+   * sent again later finds this answer in the ledger.
    */
   async refuse(kind: RecordedDecisionKind, actor: string, payload: unknown, why: string, ref?: string): Promise<void> {
     this.view.addDecision({ kind, actor, accepted: false, note: why });
-    this.publish();
+    this.showDetails();
     const generated = this.nextRef();
     await ledger.recordDecision({
       requestRef: ref ?? generated,
@@ -196,7 +256,7 @@ export class EffectRun {
     });
   }
 
-  /** Decisions still queued when their UNKNOWN episode ended: answered and recorded as stale, never applied later. */
+  /** Decisions still queued when their window ended: answered and recorded as stale, never applied later. */
   async refuseStale(why: string): Promise<void> {
     for (const item of this.decisions.splice(0)) {
       await this.refuse(item.decision.kind, item.decision.actor, item.decision, why, this.ownRef(item));
@@ -206,19 +266,14 @@ export class EffectRun {
 
   /**
    * A queued update is recorded under its own reference (its decision ID: the same ID sent again finds this
-   * answer), a signal under a new one. Only what the activity is given changes, not the commands: no patch.
+   * answer), a signal under a new one.
    */
   ownRef(item: QueuedDecision): string | undefined {
     return item.ref.startsWith('update:') ? item.ref : undefined;
   }
 
-  /** v5: decisions are bound to the step, revision and episode they arrived in (patches.ts). */
-  decisionsBound(): boolean {
-    return this.v3 && patched(DECISIONS_BOUND_PATCH);
-  }
-
   /**
-   * v5: why a queued decision no longer applies, or undefined. It answers what the effect awaited when it arrived
+   * Why a queued decision no longer applies, or undefined. It answers what the effect awaited when it arrived
    * (step, revision, episode) and whatever it names itself; an attempt number alone is ambiguous once attempts
    * restart per step or revision.
    */
@@ -235,9 +290,8 @@ export class EffectRun {
         return `ambiguous: attempts are numbered per revision; name the revision too ("revision": ${this.releaseRevision}, "attempt": ${decision.attempt})`;
       if (decision.attempt !== this.attemptNumber) return `stale: it answers attempt ${decision.attempt}; ${now}`;
     }
-    if (step !== undefined && step !== this.step) return `stale: it answered step ${step}, which is settled; ${now}`;
-    if (revision !== undefined && revision !== this.releaseRevision)
-      return `stale: it answered revision ${revision}; ${now}`;
+    if (step !== this.step) return `stale: it answered step ${step}, which is settled; ${now}`;
+    if (revision !== this.releaseRevision) return `stale: it answered revision ${revision}; ${now}`;
     if (episode !== this.episode)
       return `stale: it answered ${this.multiStep ? `step ${this.step}'s ` : ''}UNKNOWN episode ${episode}, which is over; send it again if it still holds`;
     return undefined;
@@ -255,18 +309,20 @@ export class EffectRun {
     // revision to a run of its own rather than close and leave it to the reconciler. A signal that comes in while
     // the ledger is read means another look (Temporal does not let the run close past an unhandled signal).
     let looked = 0;
-    while (outcome.stage === 'rejected' && this.revisionSignals > looked && patched(REVISION_HANDOVER_PATCH)) {
+    while (outcome.stage === 'rejected' && this.revisionSignals > looked) {
       looked = this.revisionSignals;
       const ended = await this.handOverToRevision(outcome);
       if (ended !== outcome) return ended;
       await condition(allHandlersFinished);
     }
+    // The one upsert of a happy path: the stage it ended in (the start said released).
+    if (isTerminal(outcome.stage)) this.publish(undefined, outcome.stage);
     return outcome;
   }
 
   /**
-   * v5: the effect is on a later revision than this run's: continue as new on it (a fresh run of that revision,
-   * its attempts numbered from 1), or end with what the ledger says when that revision has already ended.
+   * The effect is on a later revision than this run's: continue as new on it (a fresh run of that revision, its
+   * attempts numbered from 1), or end with what the ledger says when that revision has already ended.
    */
   async handOverToRevision(ending: EffectResult): Promise<EffectResult> {
     await this.refuseStale('superseded: a person revised the effect; decide again on the new revision');
@@ -284,25 +340,39 @@ export class EffectRun {
       // The next run starts released, as a revision's run started by the client does.
       typedSearchAttributes: workflowInfo().typedSearchAttributes.updateCopy([
         { key: effectStageKey, value: 'released' },
+        { key: effectAwaitingKey, value: null },
       ]),
     });
     return continueAsNew({ ...input, ...(steps ? { steps } : {}), releaseRevision: current.revision });
   }
 
-  /** A run's history must stay far from Temporal's limits (51,200 events) however long a human takes. */
+  /** A wake while waiting; true when the run has woken often enough that the next run should carry the wait. */
+  woke(): boolean {
+    this.wakes += 1;
+    return this.longWait();
+  }
+
+  /** A run's history must stay far from Temporal's limits however long a person takes. */
   longWait(): boolean {
-    const limit = this.input.readbacksPerRun ?? DEFAULT_READBACKS_PER_RUN;
-    return this.readbacksThisRun >= limit || workflowInfo().continueAsNewSuggested;
+    return this.wakes >= (this.input.readbacksPerRun ?? DEFAULT_WAKES_PER_RUN) || workflowInfo().continueAsNewSuggested;
   }
 
   /**
-   * Continues as new with what the next run needs; the effect ID and the ledger stay. `resendPending` (v5): the
-   * run is pausing after "not sent", and the next one sends again instead of reading back.
+   * Continues as new with what the next run needs; the effect ID and the ledger stay. `resendPending`: the run is
+   * pausing after "not sent", and the next one sends again instead of looking. `waitingSince`: the looks' schedule
+   * goes on where it was.
    */
-  handOver(resendPending = false): Promise<never> {
+  handOver(carry: { resendPending?: boolean; waitingSince?: number } = {}): Promise<never> {
     const continueAsNew = makeContinueAsNewFunc<(input: EffectInput) => Promise<EffectResult>>({
       typedSearchAttributes: workflowInfo().typedSearchAttributes,
     });
-    return continueAsNew({ ...this.input, carried: this.view.carry(this.automaticRetries, resendPending) });
+    const carried = this.view.carry(this.automaticRetries, carry.resendPending);
+    return continueAsNew({
+      ...this.input,
+      carried: {
+        ...carried,
+        ...(carry.waitingSince ? { waitingSince: new Date(carry.waitingSince).toISOString() } : {}),
+      },
+    });
   }
 }

@@ -1,7 +1,7 @@
 // The effect's messages: the status query, the three decision signals an operator sends from the Web
-// UI, the `decide` update, and a catch-all for misspelt signal names. Decisions are validated here and
+// UI, the `decide` update, look-now, and a catch-all for misspelt signal names. Decisions are validated here and
 // queued; the reconcile phase acts on them. Garbage is recorded in the ledger as refused.
-import { currentUpdateInfo, setDefaultSignalHandler, setHandler } from '@temporalio/workflow';
+import { currentUpdateInfo, log, setDefaultSignalHandler, setHandler } from '@temporalio/workflow';
 import { type DecisionKind, parseDecision } from '../domain/decisions.js';
 import {
   abandonSignal,
@@ -11,6 +11,8 @@ import {
   decideUpdate,
   decideUpdateDescription,
   decisionSignalDescriptions,
+  lookNowSignal,
+  lookNowSignalDescription,
   revisionReleasedSignal,
   revisionReleasedSignalDescription,
   statusQuery,
@@ -18,10 +20,10 @@ import {
 } from './contract.js';
 import type { EffectRun, QueuedDecision } from './effect-run.js';
 
-/** Why a decision cannot be taken now, or undefined: UNKNOWN takes any; a pause after "not sent" takes abandon. */
+/** Why a decision cannot be taken now, or undefined: UNKNOWN takes any; a pause with nothing in flight, an abandon. */
 function notAwaiting(run: EffectRun, kind: DecisionKind): string | undefined {
   if (run.stage === 'unknown') return undefined;
-  if (run.resendPending && kind === 'abandon' && run.decisions.length === 0) return undefined;
+  if (run.pause && kind === 'abandon' && run.decisions.length === 0) return undefined;
   return `not awaiting a decision: the effect is ${run.stage}`;
 }
 
@@ -45,6 +47,20 @@ export function handleMessages(run: EffectRun): void {
       run.revisionSignals += 1;
     },
     { description: revisionReleasedSignalDescription },
+  );
+
+  // The provider is back: the waiting look is taken now. Nothing is decided, so nothing is recorded but the look.
+  setHandler(
+    lookNowSignal,
+    (payload: unknown) => {
+      const by = (payload as { actor?: unknown } | null)?.actor;
+      if (run.stage !== 'unknown') {
+        log.info('look-now ignored: the effect is not waiting in UNKNOWN', { stage: run.stage, by });
+        return;
+      }
+      run.lookNowAsked = true;
+    },
+    { description: lookNowSignalDescription },
   );
 
   // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped.

@@ -9,3 +9,11 @@ export const effectOperationKey = defineSearchAttributeKey('EffectOperation', Se
 export const effectSummaryKey = defineSearchAttributeKey('EffectSummary', SearchAttributeType.KEYWORD);
 /** The step a multi-step effect is on (e.g. `EffectStep = "announce"`); single-step effects never set it. */
 export const effectStepKey = defineSearchAttributeKey('EffectStep', SearchAttributeType.KEYWORD);
+/**
+ * v7: what an effect at rest waits for: `look` (its next look at the destination), `person` (a decision; it goes on
+ * looking), `resend` (a pause before the same key goes again), `worker` (a worker that hosts its destination).
+ * Unset once it ends. With the stage and destination it is what a bulk decision selects (`decide --where`).
+ */
+export const effectAwaitingKey = defineSearchAttributeKey('EffectAwaiting', SearchAttributeType.KEYWORD);
+export const AWAITING = ['look', 'person', 'resend', 'worker'] as const;
+export type Awaiting = (typeof AWAITING)[number];

@@ -1,4 +1,8 @@
-// The effect workflow's version. Bump it with every change to the commands the workflow issues (guard
-// the change with patched(); README "Evolving the workflow"), then run `npm run capture-histories`:
-// test/histories keeps every earlier version's files, and the replay test wants this version's full set.
-export const EFFECT_WORKFLOW_VERSION = 6;
+// The effect workflow's version: the history files of test/histories are named after it. From 7 on, a change to the
+// workflow's commands is a new build (Worker Versioning: runs stay pinned to the build that started them), not a
+// patch: bump this, run `npm run capture-histories`, and keep the earlier version's files and frozen code
+// (docs/versioning.md). Versions 1–6 ran unversioned behind patched(); their code is workflows/v6, frozen.
+export const EFFECT_WORKFLOW_VERSION = 7;
+
+/** The last version that ran before Worker Versioning: its histories replay against workflows/v6. */
+export const LAST_UNVERSIONED_VERSION = 6;

@@ -7,9 +7,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
-import { resolveTemporalTarget, type TemporalTarget } from '../../client/temporal-connection.js';
+import { closeTemporalConnection } from '../../client/connection-close.js';
+import {
+  openTemporalConnection,
+  resolveTemporalTarget,
+  type TemporalTarget,
+} from '../../client/temporal-connection.js';
 import { ensureSearchAttributes } from '../../stack/dev-server.js';
 import { type Supervised, spawnSupervised } from '../../stack/reaper.js';
 import { projectRoot, type TemporalConfig } from '../../workers/config.js';
@@ -93,12 +97,12 @@ async function waitUntilServing(
       throw new Error(`the Temporal server exited while starting:\n${server.output()}`);
     }
     try {
-      const connection = await Connection.connect({ ...options, connectTimeout: 2000 });
+      const connection = await openTemporalConnection({ ...options, connectTimeout: 2000 });
       try {
         await connection.workflowService.getSystemInfo({});
         return;
       } finally {
-        await connection.close();
+        await closeTemporalConnection(connection);
       }
     } catch (error) {
       lastError = error;
@@ -112,7 +116,7 @@ async function waitUntilServing(
 
 /** Registers the namespace (once) and our search attributes, through the public and operator APIs. */
 async function prepareNamespace(target: TemporalTarget, config: ClusterOptions['config']): Promise<void> {
-  const connection = await Connection.connect(target.connectionOptions);
+  const connection = await openTemporalConnection(target.connectionOptions);
   try {
     try {
       await connection.workflowService.registerNamespace({
@@ -137,7 +141,7 @@ async function prepareNamespace(target: TemporalTarget, config: ClusterOptions['
       }
     }
   } finally {
-    await connection.close();
+    await closeTemporalConnection(connection);
   }
 }
 

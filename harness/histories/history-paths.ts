@@ -24,6 +24,10 @@ export const HISTORY_PATHS = [
   'unknown-abandon-object-landed',
   // v6: a run terminated while pausing after "not sent"; the next run sends the next attempt (no readback).
   'not-sent-resumed',
+  // v7: a wait through at least five looks, each a retry of one activity (no history events), then a person decides.
+  'unknown-looks-then-confirm',
+  // v7: an operator's look-now while the effect waits between its looks; the look finds the object.
+  'unknown-look-now',
 ] as const;
 
 export type HistoryPath = (typeof HISTORY_PATHS)[number];
@@ -35,6 +39,8 @@ export const PATH_SINCE_VERSION: Partial<Record<HistoryPath, number>> = {
   'not-hosted-wait': 5,
   'unknown-abandon-object-landed': 6,
   'not-sent-resumed': 6,
+  'unknown-looks-then-confirm': 7,
+  'unknown-look-now': 7,
 };
 
 /** The paths a version's replay set holds. */

@@ -5,7 +5,13 @@
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import type { EffectStage } from '../../domain/stages.js';
 import { waitFor } from '../../stack/wait-for.js';
-import { abandonSignal, approveRetrySignal, confirmDeliverySignal, decideUpdate } from '../../workflows/contract.js';
+import {
+  abandonSignal,
+  approveRetrySignal,
+  confirmDeliverySignal,
+  decideUpdate,
+  lookNowSignal,
+} from '../../workflows/contract.js';
 import { runEffect, socialPostsFor, waitForStage } from '../effect-probes.js';
 import type { Stack } from '../local-stack.js';
 import { postRequest, refundRequest, taskAnnouncedRequest } from '../sample-requests.js';
@@ -27,6 +33,19 @@ export interface HistoryScenario {
 }
 
 const OPS = 'ops@example.com';
+
+/**
+ * Wakes a waiting run `times` times with decisions for an attempt it is not on (each refused as stale): what makes a
+ * v7 run hand over in a scenario (its looks wake nothing; `readbacksPerRun` counts wakes).
+ */
+async function wakeWithStaleDecisions(stack: Stack, effectId: string, times: number, step?: string): Promise<void> {
+  for (let i = 0; i < times; i++) {
+    const { accepted } = await handle(stack, effectId).executeUpdate(decideUpdate, {
+      args: [{ decision: 'abandon', actor: OPS, reason: 'an old ticket', attempt: 99, ...(step ? { step } : {}) }],
+    });
+    if (accepted) throw new Error('a decision for attempt 99 was accepted');
+  }
+}
 
 const handle = (stack: Stack, effectId: string) => stack.env.client.workflow.getHandle(effectId);
 
@@ -244,8 +263,9 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     path: 'long-wait-next-run',
     previousRunPath: 'long-wait-continued-as-new',
     shows:
-      'a key-less post awaiting a human: after 2 readbacks (every 2 s here, 24 every 10 min by default) the run continues as new ' +
-      '(the previous run is captured too); the next run carries the attempts, a human approves a retry, attempt 2, recorded',
+      'a key-less post awaiting a human: after the run woke twice (two stale decisions refused here; 50 wakes by default) it ' +
+      'continues as new (the previous run is captured too); the next run carries the attempts, a human approves a retry, ' +
+      'attempt 2, recorded',
     effectId: 'hist:long-wait',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
@@ -262,6 +282,8 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       await stack.withWorker(async () => {
         await patient.approve(postRequest(effectId, 'History: a long wait'));
         const { runId: firstRunId } = await handle(stack, effectId).describe();
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        await wakeWithStaleDecisions(stack, effectId, 2);
         await waitFor(
           async () =>
             (await stack.env.client.workflow.getHandle(effectId, firstRunId).describe()).status.name ===
@@ -344,7 +366,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     previousRunPath: 'multi-step-continued-as-new',
     shows:
       'v5: two steps; the task is confirmed, the post is lost before the feed stores it: step announce awaits a human; ' +
-      'after 2 readbacks (every 2 s here) the run continues as new (the previous run is captured too); the next run ' +
+      'after the run woke twice (two stale decisions) it continues as new (the previous run is captured too); the next run ' +
       'carries step announce only (main stays done, never read back), a human approves a retry of it, recorded',
     effectId: 'hist:multi-step-long-wait',
     expect: { stage: 'recorded' },
@@ -362,6 +384,8 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
       await stack.withWorker(async () => {
         await patient.approve(taskAnnouncedRequest(effectId, 'request-h9', 'History: two steps, a long wait'));
         const { runId: firstRunId } = await handle(stack, effectId).describe();
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        await wakeWithStaleDecisions(stack, effectId, 2, 'announce');
         await waitFor(
           async () =>
             (await stack.env.client.workflow.getHandle(effectId, firstRunId).describe()).status.name ===
@@ -375,6 +399,64 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
           reason: 'no post on the channel; send it',
           step: 'announce',
         });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
+    path: 'unknown-looks-then-confirm',
+    shows:
+      'v7: a key-less post committed but its answer held, then pushed out of the listing: the first look is inconclusive, a ' +
+      'person is awaited while the looks go on every 300 ms — at least five, as retries of one activity, no history ' +
+      'events — then a person confirms it with the object ID: recorded',
+    effectId: 'hist:unknown-looks',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      const watchful = stack.effectsWith({ readbackIntervalMs: 300, readbackMaxIntervalMs: 300 });
+      await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
+      await stack.withWorker(async () => {
+        await watchful.approve(postRequest(effectId, 'History: five looks'));
+        const [ours] = await waitFor(async () => {
+          const found = await socialPostsFor(stack, effectId);
+          return found.length ? found : undefined;
+        }, 'our post to exist at the provider');
+        await stack.simulator.crowdSocialFeed(100);
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        await waitFor(
+          async () =>
+            (await stack.effects.status(effectId)).trail.evidence.filter((e) => e.kind === 'readback').length >= 6,
+          'five looks after the first',
+        );
+        await handle(stack, effectId).signal(confirmDeliverySignal, {
+          actor: OPS,
+          reason: 'found it on the channel page',
+          externalId: ours!.id,
+        });
+        await stack.effects.result(effectId);
+      });
+    },
+  },
+  {
+    path: 'unknown-look-now',
+    shows:
+      'v7: a key-less post held by the provider past our timeout: looks say in flight, then absent, and a person is ' +
+      'awaited with the next look an hour away; the provider commits the post meanwhile, an operator signals look-now, ' +
+      'and the look finds it: recorded',
+    effectId: 'hist:unknown-look-now',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      const patient = stack.effectsWith({
+        callTimeoutMs: 1500,
+        readbackIntervalMs: 3_600_000,
+        readbackMaxIntervalMs: 3_600_000,
+      });
+      await stack.simulator.fault('delay_before_commit', { path: '/social/v1/posts', delayMs: 600_000 });
+      await stack.withWorker(async () => {
+        await patient.approve(postRequest(effectId, 'History: look now'));
+        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        await stack.simulator.releaseDelays();
+        await waitFor(async () => (await socialPostsFor(stack, effectId)).length > 0, 'the held post to commit');
+        await handle(stack, effectId).signal(lookNowSignal, { actor: OPS, reason: 'the provider is back' });
         await stack.effects.result(effectId);
       });
     },

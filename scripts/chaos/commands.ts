@@ -305,7 +305,7 @@ export class Approve extends Step {
     return m.effects.length < m.limits.effects;
   }
   async run(m: Model, r: Real) {
-    const { n, effectId, request } = newEffect(m, r, this.kind, this.title);
+    const { effectId, request } = newEffect(m, r, this.kind, this.title);
     bump(r, 'approvals');
     if (this.copies > 1) bump(r, 'concurrent duplicate deliveries', this.copies - 1);
     // All copies at the same moment: exactly one registers it, the others join it.

@@ -131,7 +131,7 @@ export class InFlightRetry extends Step {
   }
   async run(m: Model, r: Real) {
     use(m, 'in-flight-retry');
-    const { effectId, request } = newEffect(m, r, 'post', 'Launch post');
+    const { request } = newEffect(m, r, 'post', 'Launch post');
     bump(r, 'approvals');
     bump(r, 'retries approved while a post may be in flight');
     const windowMs = r.stack.options.callTimeoutMs + (r.stack.options.shortGraceMs ?? SHORT_GRACE_MS);

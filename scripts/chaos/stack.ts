@@ -10,11 +10,13 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Client, Connection } from '@temporalio/client';
+import { Client, type Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import postgres from 'postgres';
 import type { Proxy as ToxicProxy } from 'toxiproxy-node-client';
+import { closeTemporalConnection } from '../../client/connection-close.js';
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
+import { openTemporalConnection } from '../../client/temporal-connection.js';
 import { type Cluster, startCluster } from '../../harness/cluster/cluster.js';
 import { type MailpitServer, startMailpit } from '../../harness/mailpit.js';
 import { type NatsServer, startNats } from '../../harness/nats.js';
@@ -197,7 +199,7 @@ export class ChaosStack {
     };
     for (const link of REAL_LINKS)
       this.proxies[link] = await toxiproxy.proxy(`${link}_${this.stream.toLowerCase()}`, upstreams[link]);
-    this.connection = await Connection.connect({ address: this.address });
+    this.connection = await openTemporalConnection({ address: this.address });
     this.client = new Client({ connection: this.connection, namespace: this.namespace });
   }
 
@@ -529,7 +531,9 @@ export class ChaosStack {
       rmSync(this.#dir, { recursive: true, force: true });
       return;
     }
-    await Promise.allSettled([this.ledger?.close(), this.connection?.close()]);
+    // Temporal first (client/connection-close.ts): a call it cancels may still read the ledger.
+    if (this.connection) await closeTemporalConnection(this.connection).catch(() => {});
+    await this.ledger?.close().catch(() => {});
     if (this.nats)
       await jetstreamManager(this.nats.connection)
         .then((jsm) => jsm.streams.delete(this.stream))

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import proto from '@temporalio/proto';
 import postgres from 'postgres';
 import { destinationContracts } from '../../activities/destinations/registry.js';
+import { closeTemporalClient } from '../../client/connection-close.js';
 import { connectTemporalClient } from '../../client/temporal-connection.js';
 import { DEFAULT_READBACK_RATE_PER_SECOND } from '../../domain/destination-contract.js';
 import { type Stack, startStack } from '../../harness/local-stack.js';
@@ -349,7 +350,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     // A figure for the docs, not a verdict: a failure to read it leaves it out.
     const waitingHistory = await measureWaitingHistory(client, sql)
       .catch(() => undefined)
-      .finally(() => client.connection.close());
+      .finally(() => closeTemporalClient(client));
     const declaredReadbackRates = Object.fromEntries(
       Object.keys(mix).map((name) => [
         name,

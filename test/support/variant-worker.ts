@@ -11,11 +11,13 @@
 import { fileURLToPath } from 'node:url';
 import { Context } from '@temporalio/activity';
 import { createDestinations } from '../../activities/destinations/registry.js';
+import { closeTemporalClient } from '../../client/connection-close.js';
 import { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import { connectTemporalClient, resolveTemporalTarget } from '../../client/temporal-connection.js';
 import type { DestinationAdapter, ReadbackResult } from '../../domain/destination-contract.js';
 import { databaseUrl, openLedger } from '../../ledger/db.js';
 import { destinationSettings, providerUrl } from '../../workers/config.js';
+import { buildIdOf, deploymentFromEnv, requireDeployment } from '../../workers/deployment.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../../workers/effect-worker.js';
 import { ensureReconcilerSchedule } from '../../workers/ledger-reconciler.js';
 import { connectWorkerNative } from '../../workers/temporal-worker-connection.js';
@@ -142,6 +144,7 @@ try {
       everyMs,
       olderThanMs: Math.min(30_000, everyMs),
     });
+  const cutBundle = cuts.some((c) => c.file.startsWith('workflows/')) ? await bundleWithCuts(cuts) : undefined;
   const worker = await createEffectWorker({
     connection,
     namespace: config.namespace,
@@ -149,7 +152,13 @@ try {
     db: ledger.db,
     destinations,
     ...(effects ? { effects } : {}),
-    ...(cuts.some((c) => c.file.startsWith('workflows/')) ? { workflowBundle: await bundleWithCuts(cuts) } : {}),
+    // Cut workflow code is a build of its own: it never takes the effects another build started.
+    ...(cutBundle
+      ? {
+          workflowBundle: cutBundle,
+          deployment: { ...requireDeployment(deploymentFromEnv()), buildId: buildIdOf(cutBundle.code) },
+        }
+      : {}),
   });
   const pass =
     effects &&
@@ -160,6 +169,6 @@ try {
   await worker.run();
   if (pass) clearInterval(pass);
 } finally {
-  await Promise.allSettled([connection.close(), client?.connection.close()]);
+  await Promise.allSettled([connection.close(), client && closeTemporalClient(client)]);
   await ledger.close();
 }

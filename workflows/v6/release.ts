@@ -1,7 +1,7 @@
 // prepared → released. Since v3 the approval writes the release with the effect, in one statement, and
 // the run only takes it up; v1/v2 runs replay their release activity (which also reported the fact and
 // the attempts earlier runs made).
-import { MAIN_STEP } from '../domain/idempotency-key.js';
+import { MAIN_STEP } from '../../domain/idempotency-key.js';
 import { ledger } from './activity-proxies.js';
 import type { EffectResult } from './contract.js';
 import type { EffectRun } from './effect-run.js';

@@ -1,0 +1,175 @@
+// A person settles thousands at once: `effect decide --where '<visibility query>' --look-now | --approve-retry |
+// --abandon`. First a dry run: every running effect the query selects, what would be sent to it and why (or why
+// not). Each decision is bound to what the dry run saw — the step, revision and attempt the effect was on — so an
+// effect that moved on meanwhile refuses it as stale, and the answer is reported per effect. A plan can be saved
+// and sent later (`--plan`), exactly as it was reviewed.
+import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { type Client, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { SingleBar } from 'cli-progress';
+import { z } from 'zod';
+import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
+import { EFFECT_WORKFLOW_TYPE, type EffectStatus, statusQuery } from '../workflows/contract.js';
+
+export const BULK_ACTIONS = ['look-now', 'approve-retry', 'abandon'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+
+/** One effect of a plan: what it was seen doing, what will be sent to it (bound to that), or why nothing. */
+export interface PlannedDecision {
+  effectId: string;
+  stage: string;
+  awaiting?: string;
+  /** What the decision answers: sent with it, so the effect refuses it once it has moved past. */
+  bind?: { step: string; revision: number; attempt: number };
+  /** Why nothing is sent to this one. */
+  skip?: string;
+}
+
+export interface BulkPlan {
+  action: BulkAction;
+  where: string;
+  actor: string;
+  reason: string;
+  /** Names the batch: each decision's ID is `<batch>:<effect ID>`, so a plan sent twice decides once. */
+  batch: string;
+  effects: PlannedDecision[];
+}
+
+const planSchema = z.object({
+  action: z.enum(BULK_ACTIONS),
+  where: z.string(),
+  actor: z.string().min(1),
+  reason: z.string().min(1),
+  batch: z.string().min(1),
+  effects: z.array(
+    z.object({
+      effectId: z.string(),
+      stage: z.string(),
+      awaiting: z.string().optional(),
+      bind: z.object({ step: z.string(), revision: z.number(), attempt: z.number() }).optional(),
+      skip: z.string().optional(),
+    }),
+  ),
+});
+
+export function readPlan(path: string): BulkPlan {
+  return planSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
+}
+
+export function writePlan(path: string, plan: BulkPlan): void {
+  writeFileSync(path, `${JSON.stringify(plan, null, 2)}\n`);
+}
+
+/** Why an effect in this state takes no such action, or undefined. */
+function skipReason(action: BulkAction, status: EffectStatus): string | undefined {
+  if (status.stage === 'unknown') return undefined;
+  // An effect pausing with nothing in flight takes an abandon; one mid-attempt refuses it (the workflow decides).
+  if (action === 'abandon' && status.stage === 'attempted') return undefined;
+  return `not waiting for this: the effect is ${status.stage}${status.awaiting ? ` (${status.awaiting})` : ''}`;
+}
+
+/** The dry run: every running effect workflow the query selects, with what it would get. */
+export async function planBulk(
+  client: Client,
+  request: Omit<BulkPlan, 'effects' | 'batch'>,
+  onProgress?: (seen: number) => void,
+): Promise<BulkPlan> {
+  const query = `WorkflowType = '${EFFECT_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND (${request.where})`;
+  const effects: PlannedDecision[] = [];
+  for await (const execution of client.workflow.list({ query })) {
+    const handle = client.workflow.getHandle(execution.workflowId);
+    try {
+      const status = await handle.query(statusQuery);
+      const skip = skipReason(request.action, status);
+      effects.push({
+        effectId: execution.workflowId,
+        stage: status.stage,
+        ...(status.awaiting ? { awaiting: status.awaiting } : {}),
+        ...(skip ? { skip } : status.decideOn ? { bind: status.decideOn } : {}),
+      });
+    } catch (error) {
+      effects.push({ effectId: execution.workflowId, stage: '?', skip: `no live view: ${(error as Error).message}` });
+    }
+    onProgress?.(effects.length);
+  }
+  return { ...request, batch: randomUUID(), effects };
+}
+
+export interface BulkOutcome {
+  effectId: string;
+  result: 'accepted' | 'refused' | 'asked' | 'skipped' | 'failed';
+  detail: string;
+}
+
+/** Sends a plan, `concurrency` at a time; every effect gets a line, none is left out. */
+export async function sendBulk(
+  effects: EffectLedgerClient,
+  plan: BulkPlan,
+  { concurrency = 8, progress }: { concurrency?: number; progress?: SingleBar } = {},
+): Promise<BulkOutcome[]> {
+  const outcomes: BulkOutcome[] = new Array(plan.effects.length);
+  let next = 0;
+  const one = async (item: PlannedDecision): Promise<BulkOutcome> => {
+    if (item.skip) return { effectId: item.effectId, result: 'skipped', detail: item.skip };
+    const { actor, reason } = plan;
+    try {
+      if (plan.action === 'look-now') {
+        await effects.lookNow(item.effectId, { actor, reason });
+        return { effectId: item.effectId, result: 'asked', detail: 'its waiting look is taken now' };
+      }
+      const answer = await effects.decide(
+        item.effectId,
+        plan.action,
+        { actor, reason, ...(item.bind ?? {}) },
+        `${plan.batch}:${item.effectId}`,
+      );
+      return {
+        effectId: item.effectId,
+        result: answer.accepted ? 'accepted' : 'refused',
+        detail: answer.accepted ? `${answer.stage}${answer.reason ? `: ${answer.reason}` : ''}` : (answer.reason ?? ''),
+      };
+    } catch (error) {
+      // The update's validator refused it (the effect no longer waits for it): a refusal, with why.
+      if (error instanceof WorkflowUpdateFailedError)
+        return { effectId: item.effectId, result: 'refused', detail: error.cause?.message ?? error.message };
+      return { effectId: item.effectId, result: 'failed', detail: (error as Error).message };
+    }
+  };
+  await Promise.all(
+    Array.from({ length: Math.max(1, concurrency) }, async () => {
+      for (let i = next++, item = plan.effects[i]; item; i = next++, item = plan.effects[i]) {
+        outcomes[i] = await one(item);
+        progress?.increment();
+      }
+    }),
+  );
+  return outcomes;
+}
+
+/** The dry run as a person reads it: one line per effect, then the counts. */
+export function formatPlan(plan: BulkPlan): string {
+  const to = plan.effects.filter((e) => !e.skip);
+  const lines = [
+    `${plan.action} for ${to.length} of ${plan.effects.length} effects selected by: ${plan.where}`,
+    `  as ${plan.actor}: ${plan.reason}`,
+    '',
+    ...plan.effects.map((e) =>
+      e.skip
+        ? `  skip ${e.effectId}: ${e.skip}`
+        : `  ${plan.action} ${e.effectId}${e.bind ? ` (bound to step ${e.bind.step}, revision ${e.bind.revision}, attempt ${e.bind.attempt})` : ''}: ${e.awaiting ?? e.stage}`,
+    ),
+  ];
+  return lines.join('\n');
+}
+
+/** The summary at the end: counts by result, then the effects that did not take it, with why. */
+export function formatOutcomes(outcomes: BulkOutcome[]): string {
+  const counts = new Map<string, number>();
+  for (const o of outcomes) counts.set(o.result, (counts.get(o.result) ?? 0) + 1);
+  const table = ['| result | effects |', '|---|---|', ...[...counts].map(([result, n]) => `| ${result} | ${n} |`)];
+  const notTaken = outcomes.filter((o) => o.result !== 'accepted' && o.result !== 'asked');
+  return [
+    ...table,
+    ...(notTaken.length ? ['', ...notTaken.map((o) => `  ${o.result} ${o.effectId}: ${o.detail}`)] : []),
+  ].join('\n');
+}
