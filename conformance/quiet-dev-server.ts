@@ -1,10 +1,12 @@
 // The kit's Temporal dev server, started so that the kit's own output is the first thing a user reads: the
 // server's banner and logs go to a file (named when the kit fails), not to the terminal. The Temporal CLI is
 // spawned as the stack spawns its servers (tied to this process, stack/reaper.ts) and reached as an existing
-// server; with no CLI found, the Temporal SDK's download runs it as stack/dev-server.ts does (that one prints).
+// server, with stack/dev-server.ts's settings (its dynamic config, the connection's close gate); with no CLI
+// found, the Temporal SDK's download runs it as stack/dev-server.ts does (that one prints).
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { TestWorkflowEnvironment as Environment } from '@temporalio/testing';
-import { ensureSearchAttributes, startDevServer } from '../stack/dev-server.js';
+import { closeGatePlugin } from '../client/connection-close.js';
+import { DYNAMIC_CONFIG, ensureSearchAttributes, settleCallsOnTeardown, startDevServer } from '../stack/dev-server.js';
 import { freePort } from '../stack/free-port.js';
 import { spawnSupervised } from '../stack/reaper.js';
 import { locateTemporalCli } from '../stack/temporal-cli.js';
@@ -42,6 +44,7 @@ export async function startQuietDevServer(config: TemporalConfig, logFile: strin
       '--log-level',
       config.devServer.logLevel,
       ...searchAttributeArgs(config),
+      ...DYNAMIC_CONFIG,
     ],
     { logFile },
   );
@@ -55,6 +58,7 @@ export async function startQuietDevServer(config: TemporalConfig, logFile: strin
           Environment.createFromExistingServer({
             address: `${config.devServer.ip}:${port}`,
             namespace: config.namespace,
+            plugins: [closeGatePlugin],
           }).catch(() => undefined),
         `the Temporal dev server on port ${port} (its log: ${logFile})`,
         60_000,
@@ -62,6 +66,7 @@ export async function startQuietDevServer(config: TemporalConfig, logFile: strin
       exited,
     ]);
     exited.catch(() => {});
+    settleCallsOnTeardown(env);
     await ensureSearchAttributes(env.connection, config);
     return {
       env,

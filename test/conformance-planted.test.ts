@@ -73,7 +73,7 @@ describe('the conformance kit on planted unsafe declarations', () => {
         (c.workflow?.decisionsByKit ?? []).map((decision) => ({ row: `${d.destination} ${c.fault}`, ...decision })),
       ),
     );
-    assert.ok(decided.length >= 3, `the kit decided in several rows (${JSON.stringify(decided)})`);
+    assert.ok(decided.length >= 2, `the kit decided in several rows (${JSON.stringify(decided)})`);
     for (const decision of decided) {
       assert.equal(decision.kind, 'approve-retry');
       assert.ok(decision.windowEndedAt, `${decision.row}: an attempt preceded it`);
