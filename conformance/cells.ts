@@ -72,6 +72,8 @@ export type ProbeReadback = ReadbackResult | { outcome: 'threw'; detail: { reaso
 export interface ProbeResult {
   reference: string;
   outcome: ProbeOutcome;
+  /** When the send began (ISO). */
+  sentAt: string;
   /** When the send answered, after it began (ms); null if it never did within the kit's patience. */
   answeredAfterMs: number | null;
   /** How late this process's timers ran while the send was awaited (a busy machine's share of the wait). */
@@ -269,6 +271,7 @@ export async function probeCell(
     const probe: ProbeResult = {
       reference,
       outcome,
+      sentAt: new Date(began).toISOString(),
       answeredAfterMs: answered ? answered.at - began : null,
       timersLateMs,
       landed,
@@ -285,12 +288,21 @@ export async function probeCell(
   }
 }
 
+/** How far a provider's creation time may be from when we sent: clocks are off by seconds, not minutes. */
+const PLAUSIBLE_MS = 5 * 60 * 1000;
+
 /**
- * A time the ledger stores as the adapter gives it: ISO 8601 text, which both the database (`::timestamptz`) and
- * `new Date()` read. Anything else ("1733…", a provider's unix seconds as text) fails the recording, forever.
+ * What is wrong with a time an adapter hands the ledger, or undefined: it must be ISO 8601 text (what the ledger
+ * stores; anything else fails the recording, or is taken for the moment it was seen), and name when the object was
+ * made, within minutes of when it was sent (a provider's unix seconds read as milliseconds are January 1970).
  */
-export function storableTime(time: string): boolean {
-  return /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(time) && Number.isFinite(Date.parse(time));
+export function timeProblem(time: string, sentAt: number): string | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(time) || !Number.isFinite(Date.parse(time)))
+    return `"${time}" is not ISO 8601 text: the ledger cannot record it as given`;
+  const off = Date.parse(time) - sentAt;
+  if (Math.abs(off) > PLAUSIBLE_MS)
+    return `"${time}" is not when the object was made (it was sent at ${new Date(sentAt).toISOString()}): the provider's time was misread`;
+  return undefined;
 }
 
 /** What a user relies on, for one send, checked against the server's own count. */
@@ -318,14 +330,11 @@ export function probeViolations(
     v.push(
       `readback was inconclusive ("${readback.detail.reason}"), but the object had landed: the effect waits for a person, whose retry sends it again`,
     );
-  if (outcome.class === 'confirmed' && !storableTime(outcome.occurredAt))
-    v.push(
-      `the send's time "${outcome.occurredAt}" is not a time the ledger can store (ISO 8601): recording the answer fails on every try, and the effect stays attempted`,
-    );
-  if (readback.outcome === 'found' && !storableTime(readback.occurredAt))
-    v.push(
-      `readback's time "${readback.occurredAt}" is not a time the ledger can store (ISO 8601): recording the fact fails on every try, and the effect stays unknown`,
-    );
+  const sentAt = Date.parse(p.sentAt);
+  const sendTime = outcome.class === 'confirmed' ? timeProblem(outcome.occurredAt, sentAt) : undefined;
+  if (sendTime) v.push(`the send's time ${sendTime}`);
+  const readTime = readback.outcome === 'found' ? timeProblem(readback.occurredAt, sentAt) : undefined;
+  if (readTime) v.push(`readback's time ${readTime}`);
   if (p.landedFinally > p.landed)
     v.push(
       `an object landed after the in-flight window (${ctx.callTimeoutMs} ms call timeout + ${ctx.absenceGraceMs} ms absence grace), when readback had already said ${readback.outcome}`,
@@ -337,10 +346,10 @@ export function probeViolations(
       v.push(
         `lookup(${p.lookup.externalId}) of the object that landed ${r.exists ? 'says it does not match the release' : 'finds nothing'}: a person's confirm-delivery would be refused`,
       );
-    else if (!storableTime(r.occurredAt))
-      v.push(
-        `lookup(${p.lookup.externalId}) gives the time "${r.occurredAt}", not a time the ledger can store: a person's confirm-delivery fails`,
-      );
+    else {
+      const lookedTime = timeProblem(r.occurredAt, sentAt);
+      if (lookedTime) v.push(`lookup(${p.lookup.externalId})'s time ${lookedTime}`);
+    }
   }
   return v;
 }
@@ -508,6 +517,10 @@ export async function workflowCell(
     if (result.objects !== 1)
       violations.push(`the workflow left ${result.objects} objects carrying ${reference} (one is right)`);
     if (result.refusedObjects) violations.push(`refused revision 1 left ${result.refusedObjects} objects`);
+    const firstAttempt = attempts.find((a) => a.releaseRevision === latest);
+    const factTime =
+      fact && firstAttempt ? timeProblem(fact.occurredAt.toISOString(), firstAttempt.startedAt.getTime()) : undefined;
+    if (factTime) violations.push(`the fact's time ${factTime}`);
     if (closed && result.stage === 'recorded') {
       const release = trail?.releases.find((r) => r.step === step && r.revision === trail.effect.revision);
       if (!fact || !release) violations.push(`recorded, but the ledger holds no fact for step ${step}`);

@@ -60,11 +60,11 @@ describe('the conformance kit on planted unsafe declarations', () => {
 
   test('an effect that never closed is reported with why: its failing activity and that activity’s last error', () => {
     const stuck = report.destinations
-      .find((d) => d.destination === 'planted-time-as-text')
+      .find((d) => d.destination === 'planted-time-parsed-as-text')
       ?.cells.find((c) => c.fault === 'epoch-timestamps');
     assert.ok(stuck?.workflow, 'the unix-seconds row ran its workflow');
     assert.equal(stuck.workflow.stage, null, 'it did not close');
-    assert.match(stuck.workflow.open ?? '', /^stage \w+; .*failing, attempt \d+: .*Invalid time value/);
+    assert.match(stuck.workflow.open ?? '', /^stage \w+; .*failing, attempt \d+: .*Invalid time value \(RangeError\)/);
   });
 
   test('the kit, as the person, approves a retry only after the in-flight window has ended', () => {

@@ -138,7 +138,8 @@ const notSent503: HttpDestinationSpec = {
   statuses: { 503: { class: 'not_sent', reason: 'the provider documents 503 as not processed' } },
 };
 const outliving = searchOnly('planted-send-outlives-deadline');
-const asText: HttpDestinationSpec = { ...keyedApiSpec, name: 'planted-time-as-text', plans: {} };
+const asText: HttpDestinationSpec = { ...keyedApiSpec, name: 'planted-time-parsed-as-text', plans: {} };
+const asMs: HttpDestinationSpec = { ...keyedApiSpec, name: 'planted-time-as-ms', plans: {} };
 
 /**
  * A hand-written send over a key-less API that returns at its deadline while its request goes on (an SDK's own
@@ -179,18 +180,44 @@ function outlivingAdapter(baseUrl: string): DestinationAdapter {
   };
 }
 
-/** The provider's creation time handed on as the text it was (as the declarative adapter did before issue 26). */
-function timeAsTextAdapter(baseUrl: string): DestinationAdapter {
-  const declared = httpAdapter(asText, { baseUrl });
-  const raw = (body: unknown) => String((body as { created_at?: unknown } | undefined)?.created_at);
+/**
+ * A hand-written adapter over the keyed API that reads the provider's creation time itself, with `read`, from the
+ * object as the API answered it (the send's answer; the object, fetched, for a readback or a lookup).
+ */
+function readingTime(
+  spec: HttpDestinationSpec,
+  baseUrl: string,
+  read: (created: unknown) => string,
+): DestinationAdapter {
+  const declared = httpAdapter(spec, { baseUrl });
+  const base = baseUrl.replace(/\/+$/, '');
+  const createdOf = async (id: string) =>
+    ((await (await fetch(`${base}/v1/objects/${encodeURIComponent(id)}`)).json()) as { created_at?: unknown })
+      .created_at;
   return {
     ...declared,
     async send(request) {
       const outcome = await declared.send(request);
-      return outcome.class === 'confirmed' ? { ...outcome, occurredAt: raw(outcome.detail.body) } : outcome;
+      if (outcome.class !== 'confirmed') return outcome;
+      return { ...outcome, occurredAt: read((outcome.detail.body as { created_at?: unknown }).created_at) };
+    },
+    async readBack(request) {
+      const verdict = await declared.readBack(request);
+      return verdict.outcome === 'found'
+        ? { ...verdict, occurredAt: read(await createdOf(verdict.externalId)) }
+        : verdict;
+    },
+    async lookup(externalId, request) {
+      const seen = await declared.lookup(externalId, request);
+      return seen.exists ? { ...seen, occurredAt: read(await createdOf(externalId)) } : seen;
     },
   };
 }
+
+/** The time taken as the ISO text it is assumed to be: `new Date("1733…")` is no time, and toISOString() throws. */
+const parsedAsText = (created: unknown) => new Date(String(created)).toISOString();
+/** Text read as ISO, a number taken for milliseconds (JavaScript's own unit): unix seconds become January 1970. */
+const takenAsMs = (created: unknown) => new Date(typeof created === 'number' ? created : String(created)).toISOString();
 
 export const PLANTED: readonly PlantedDeclaration[] = [
   {
@@ -262,12 +289,24 @@ export const PLANTED: readonly PlantedDeclaration[] = [
   {
     name: asText.name,
     fault: 'epoch-timestamps',
-    unsafe: 'a creation time handed on as the text the provider wrote',
-    define: () => byHand(asText, (_, baseUrl) => timeAsTextAdapter(baseUrl)),
+    unsafe: 'a hand-written adapter that parses the creation time as ISO text',
+    define: () => byHand(asText, (spec, baseUrl) => readingTime(spec, baseUrl, parsedAsText)),
     target: declared(keyedApiTarget, asText),
     violations: [
-      /\(probe\): the send's time "\d+" is not a time the ledger can store/,
+      /\(probe\): the send threw instead of answering a class: Invalid time value/,
+      // The readback throws on every try: the effect waits for it for good, and the kit says which activity fails.
       /\(workflow\): the effect did not close .*failing, attempt \d+: .*Invalid time value/,
+    ],
+  },
+  {
+    name: asMs.name,
+    fault: 'epoch-timestamps',
+    unsafe: 'a hand-written adapter that takes the creation time for milliseconds',
+    define: () => byHand(asMs, (spec, baseUrl) => readingTime(spec, baseUrl, takenAsMs)),
+    target: declared(keyedApiTarget, asMs),
+    violations: [
+      /\(probe\): the send's time "1970-.*" is not when the object was made/,
+      /\(workflow\): the fact's time "1970-.*" is not when the object was made/,
     ],
   },
 ];
