@@ -23,13 +23,24 @@ function columns(rows: string[][]): string {
     .join('\n');
 }
 
+/** A path with its repeats counted: "readback inconclusive (×38)", not the same words 38 times. */
+function collapsed(path: readonly string[]): string {
+  const runs: { step: string; times: number }[] = [];
+  for (const step of path) {
+    const last = runs.at(-1);
+    if (last?.step === step) last.times += 1;
+    else runs.push({ step, times: 1 });
+  }
+  return runs.map((r) => (r.times > 1 ? `${r.step} (×${r.times})` : r.step)).join(' → ');
+}
+
 function row(c: CellResult): string[] {
   const p = c.probe;
   const w = c.workflow;
   const landed = p ? (p.landedFinally === p.landed ? String(p.landed) : `${p.landed} → ${p.landedFinally}`) : '';
   const retries = w?.retriesByKit ? `, ${w.retriesByKit} retr${w.retriesByKit === 1 ? 'y' : 'ies'} by the kit` : '';
   const path = w
-    ? `${w.stage ?? 'open'}: ${w.path.join(' → ') || '—'} (${w.attempts} attempt${w.attempts === 1 ? '' : 's'}${retries})`
+    ? `${w.stage ?? 'open'}: ${collapsed(w.path) || '—'} (${w.attempts} attempt${w.attempts === 1 ? '' : 's'}${retries})`
     : '';
   return [
     c.fault,
