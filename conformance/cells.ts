@@ -3,10 +3,14 @@
 //             absence grace) has passed, the server's own count and a readback; then whatever the send left
 //             running is waited for and counted again. What a user relies on is checked against the count.
 //   workflow  the whole path: approval, the fault on the step's first send, readback, automatic retries and
-//             the kit as the person (approve-retry whenever the effect waits for one); once it closes and
-//             what it left running has settled, exactly one object must carry the step's reference, and the
-//             step's fact must name it.
+//             the kit as the person (approve-retry whenever the effect waits for one, once our last request
+//             can no longer be in flight); once it closes and what it left running has settled, exactly one
+//             object must carry the step's reference, and the step's fact must name it. An effect that does
+//             not close is reported with why: its stage, what it awaits, its failing activity's last error.
+// A fault of the provider's shape (the kit's HTTP proxy) faults the provider itself: the step's every send and
+// read go through it, the probe's readback too.
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { SEND_START_LIMIT_MS } from '../activities/attempt-activities.js';
 import { closeAdapter } from '../domain/destination.js';
 import type {
   DestinationAdapter,
@@ -18,17 +22,27 @@ import type {
   SendOutcome,
 } from '../domain/destination-contract.js';
 import { MAIN_STEP, REVISION_SEPARATOR, STEP_SEPARATOR } from '../domain/idempotency-key.js';
-import { readTrail } from '../ledger/trail.js';
+import { type EffectTrail, inFlightClock, readTrail } from '../ledger/trail.js';
 import { within } from '../stack/wait-for.js';
 import { statusQuery } from '../workflows/contract.js';
 import type { Calibration } from './calibration.js';
 import { carrierName } from './carrier.js';
-import { applyFault, type FaultName, FURTHER_STEP, type StepKind } from './faults.js';
+import {
+  applyFault,
+  type FaultName,
+  FURTHER_STEP,
+  holdMs,
+  isProviderFault,
+  type StepKind,
+  undeclaredSearchLagMs,
+} from './faults.js';
 import type { KitStack } from './kit-stack.js';
 import { lateTimers, retried } from './patience.js';
+import type { ProviderShape } from './provider-shape.js';
 import { readbackRequest, releasedPackage, sendRequest } from './requests.js';
 import type { Router } from './router.js';
 import type { ConformanceServer } from './target.js';
+import { failureText, whyOpen } from './why-open.js';
 
 export interface CellContext {
   tag: string;
@@ -46,6 +60,10 @@ export interface CellContext {
   absenceGraceMs: number;
   /** How late past its call timeout a send may answer (a loaded machine's scheduling, not the adapter's). */
   sendSlackMs: number;
+  /** The API's shape, from its declaration: what the provider-shape faults change. */
+  shape?: ProviderShape;
+  /** How long the workflow phase waits for its effect to close (default: closeWithin()). */
+  closeWithinMs?: number;
 }
 
 export type ProbeOutcome = SendOutcome | { class: 'no answer' | 'threw'; detail: { reason: string } };
@@ -54,6 +72,8 @@ export type ProbeReadback = ReadbackResult | { outcome: 'threw'; detail: { reaso
 export interface ProbeResult {
   reference: string;
   outcome: ProbeOutcome;
+  /** When the send began (ISO). */
+  sentAt: string;
   /** When the send answered, after it began (ms); null if it never did within the kit's patience. */
   answeredAfterMs: number | null;
   /** How late this process's timers ran while the send was awaited (a busy machine's share of the wait). */
@@ -78,6 +98,14 @@ export interface WorkflowResult {
   attempts: number;
   /** approve-retry decisions the kit made as the person. */
   retriesByKit: number;
+  /**
+   * Each decision the kit made as the person, when the ledger took it, and when the in-flight window of the step's
+   * last request before it ended (its attempt row + when its send began + call timeout + absence grace): the kit
+   * decides only after that, so no duplicate it reports is its own doing.
+   */
+  decisionsByKit: { kind: string; decidedAt: string; windowEndedAt: string | null }[];
+  /** Why the effect did not close within the kit's deadline (stage, what it awaits, the failing activity). */
+  open?: string;
   objects: number;
   /** Objects under revision 1's reference, for a revision cell. */
   refusedObjects?: number;
@@ -113,10 +141,56 @@ function patience(ctx: CellContext): number {
   return 20_000 + 4 * (ctx.callTimeoutMs + ctx.absenceGraceMs);
 }
 
-async function proxyFor(ctx: CellContext, name: string) {
-  const { proxy, port } = await ctx.kit.toxiproxy.proxy(name, ctx.server.upstream);
+/** What stands between a cell's adapter and the server, carrying the fault. */
+interface FaultLink {
+  adapter: DestinationAdapter;
+  /** Puts the fault on, before the send it is meant for opens its connection. */
+  apply(): Promise<void>;
+  /** Resolves, with the time, once nothing the link carries is still on its way (at once for Toxiproxy). */
+  settled(): Promise<number | undefined>;
+  remove(): Promise<void>;
+  /** The provider itself is faulty (the kit's HTTP proxy): reads go through it too. */
+  provider: boolean;
+}
+
+async function linkFor(ctx: CellContext, name: string, fault: FaultName, reference: string): Promise<FaultLink> {
+  const { server, callTimeoutMs: t, absenceGraceMs: grace } = ctx;
+  const { proxies } = ctx.kit;
+  const own =
+    fault === 'send-outlives-deadline'
+      ? await proxies.hold(server.upstream, holdMs(t, grace))
+      : isProviderFault(fault) && ctx.shape
+        ? await proxies.fault({
+            upstream: server.upstream,
+            shape: ctx.shape,
+            fault,
+            reference,
+            searchLagMs: undeclaredSearchLagMs(t, grace),
+          })
+        : undefined;
+  if (own) {
+    try {
+      return {
+        adapter: ctx.connect(own.address),
+        apply: async () => {},
+        settled: () => own.settled(),
+        remove: () => own.stop(),
+        provider: isProviderFault(fault),
+      };
+    } catch (error) {
+      await own.stop();
+      throw error;
+    }
+  }
+  const { proxy, port } = await ctx.kit.toxiproxy.proxy(name, server.upstream);
   try {
-    return { proxy, adapter: ctx.connect(`127.0.0.1:${port}`) };
+    return {
+      adapter: ctx.connect(`127.0.0.1:${port}`),
+      apply: () => applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference }),
+      settled: async () => undefined,
+      remove: () => proxy.remove().catch(() => {}),
+      provider: false,
+    };
   } catch (error) {
     await proxy.remove().catch(() => {});
     throw error;
@@ -149,9 +223,12 @@ export async function probeCell(
   const effectId = `${ctx.tag}.${fault}.${kind}.p`;
   const reference = referenceFor(effectId, kind);
   const pkg = releasedPackage(contract, server.sample, reference);
-  const { proxy, adapter } = await proxyFor(ctx, `${ctx.tag}-${fault}-${kind}-p`);
+  const link = await linkFor(ctx, `${ctx.tag}-${fault}-${kind}-p`, fault, reference);
+  const { adapter } = link;
+  // Where the provider itself is faulty, its answers to reads are too.
+  const reader = link.provider ? adapter : ctx.clean;
   try {
-    await applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference });
+    await link.apply();
     const began = Date.now();
     const lag = lateTimers();
     const sending = adapter.send(sendRequest(effectId, reference, server.sample.operation, pkg, t)).then(
@@ -171,10 +248,11 @@ export async function probeCell(
     await until(began + t + grace);
     const landed = await retried(() => server.count(reference));
     const request = readbackRequest(reference, pkg, new Date(began));
-    const readback = await readBack(ctx.clean, request);
+    const readback = await readBack(reader, request);
     // What the send left running (a session past its deadline, bytes still in the proxy) settles, then the grace.
     const settled = await within(sending, 'the probe send to settle', patience(ctx)).catch(() => undefined);
-    await until((settled?.at ?? Date.now()) + grace);
+    const quiet = await within(link.settled(), 'the probe proxy to settle', patience(ctx)).catch(() => undefined);
+    await until(Math.max(settled?.at ?? Date.now(), quiet ?? 0) + grace);
     const landedFinally = await retried(() => server.count(reference));
     const outcome = answered?.outcome ?? {
       class: 'no answer' as const,
@@ -193,20 +271,38 @@ export async function probeCell(
     const probe: ProbeResult = {
       reference,
       outcome,
+      sentAt: new Date(began).toISOString(),
       answeredAfterMs: answered ? answered.at - began : null,
       timersLateMs,
       landed,
       readback,
       landedFinally,
       ...(knownId !== undefined && Math.max(landed, landedFinally) > 0
-        ? { lookup: { externalId: knownId, result: await lookUp(ctx.clean, knownId, request) } }
+        ? { lookup: { externalId: knownId, result: await lookUp(reader, knownId, request) } }
         : {}),
     };
     return { probe, violations: probeViolations(ctx, probe) };
   } finally {
-    await proxy.remove().catch(() => {});
+    await link.remove();
     await closeAdapter(adapter);
   }
+}
+
+/** How far a provider's creation time may be from when we sent: clocks are off by seconds, not minutes. */
+const PLAUSIBLE_MS = 5 * 60 * 1000;
+
+/**
+ * What is wrong with a time an adapter hands the ledger, or undefined: it must be ISO 8601 text (what the ledger
+ * stores; anything else fails the recording, or is taken for the moment it was seen), and name when the object was
+ * made, within minutes of when it was sent (a provider's unix seconds read as milliseconds are January 1970).
+ */
+export function timeProblem(time: string, sentAt: number): string | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(time) || !Number.isFinite(Date.parse(time)))
+    return `"${time}" is not ISO 8601 text: the ledger cannot record it as given`;
+  const off = Date.parse(time) - sentAt;
+  if (Math.abs(off) > PLAUSIBLE_MS)
+    return `"${time}" is not when the object was made (it was sent at ${new Date(sentAt).toISOString()}): the provider's time was misread`;
+  return undefined;
 }
 
 /** What a user relies on, for one send, checked against the server's own count. */
@@ -234,6 +330,11 @@ export function probeViolations(
     v.push(
       `readback was inconclusive ("${readback.detail.reason}"), but the object had landed: the effect waits for a person, whose retry sends it again`,
     );
+  const sentAt = Date.parse(p.sentAt);
+  const sendTime = outcome.class === 'confirmed' ? timeProblem(outcome.occurredAt, sentAt) : undefined;
+  if (sendTime) v.push(`the send's time ${sendTime}`);
+  const readTime = readback.outcome === 'found' ? timeProblem(readback.occurredAt, sentAt) : undefined;
+  if (readTime) v.push(`readback's time ${readTime}`);
   if (p.landedFinally > p.landed)
     v.push(
       `an object landed after the in-flight window (${ctx.callTimeoutMs} ms call timeout + ${ctx.absenceGraceMs} ms absence grace), when readback had already said ${readback.outcome}`,
@@ -245,6 +346,10 @@ export function probeViolations(
       v.push(
         `lookup(${p.lookup.externalId}) of the object that landed ${r.exists ? 'says it does not match the release' : 'finds nothing'}: a person's confirm-delivery would be refused`,
       );
+    else {
+      const lookedTime = timeProblem(r.occurredAt, sentAt);
+      if (lookedTime) v.push(`lookup(${p.lookup.externalId})'s time ${lookedTime}`);
+    }
   }
   return v;
 }
@@ -252,12 +357,29 @@ export function probeViolations(
 const PERSON = { actor: 'conformance-kit', reason: 'the kit plays the person: retry with the same key' };
 const MAX_RETRIES_BY_KIT = 3;
 
-/** The kit as the person: approve-retry whenever the effect waits for one; the effect's result once it closes. */
-async function playThePerson(kit: KitStack, effectId: string, deadline: number) {
+/**
+ * When the in-flight window of the step's last request ends, on the ledger's clock (as the readback activity
+ * judges it): its attempt row, plus when its send began (at the latest SEND_START_LIMIT_MS after the row), plus the
+ * call timeout and the absence grace. Undefined before any attempt.
+ */
+async function inFlightWindow(kit: KitStack, effectId: string, step: string, windowMs: number) {
+  const clock = await inFlightClock(kit.ledger.ledger.db, effectId, step);
+  if (!clock.lastStartedAt) return undefined;
+  const endsAt = clock.lastStartedAt.getTime() + (clock.sendBeganAfterMs ?? SEND_START_LIMIT_MS) + windowMs;
+  return { endsAt, now: clock.now.getTime() };
+}
+
+/**
+ * The kit as the person: approve-retry whenever the effect waits for one, but never while the step's last request
+ * may still be in flight (a person told "in flight until …" waits): a retry approved inside the window would make
+ * any duplicate the kit then counts its own doing. The effect's result once it closes.
+ */
+async function playThePerson(ctx: CellContext, effectId: string, step: string, deadline: number) {
+  const { kit } = ctx;
   const handle = kit.env.client.workflow.getHandle(effectId);
   const closing = kit.effects.result(effectId).then(
     (result) => ({ result }),
-    (error: unknown) => ({ failed: error instanceof Error ? error.message : String(error) }),
+    (error: unknown) => ({ failed: failureText(error) }),
   );
   let retries = 0;
   let asked = 0;
@@ -272,6 +394,10 @@ async function playThePerson(kit: KitStack, effectId: string, deadline: number) 
       retries < MAX_RETRIES_BY_KIT &&
       asked < 3 * MAX_RETRIES_BY_KIT
     ) {
+      const window = await inFlightWindow(kit, effectId, step, ctx.callTimeoutMs + ctx.absenceGraceMs).catch(
+        () => undefined,
+      );
+      if (!window || window.now < window.endsAt) continue;
       asked += 1;
       const answer = await kit.effects.decide(effectId, 'approve-retry', PERSON).catch(() => undefined);
       if (answer?.accepted) retries += 1;
@@ -293,12 +419,14 @@ export async function workflowCell(
   const reference = referenceFor(effectId, kind);
   const step = stepOf(kind);
   const violations: string[] = [];
-  const { proxy, adapter } = await proxyFor(ctx, `${ctx.tag}-${fault}-${kind}-w`);
+  const link = await linkFor(ctx, `${ctx.tag}-${fault}-${kind}-w`, fault, reference);
+  const { adapter } = link;
   const refusedByKit = kind === 'revision' && !server.refusedPayload;
   const route = ctx.router.route(effectId, {
     faulty: adapter,
     faultyKey: reference,
     refuse: new Set(refusedByKit ? [effectId] : []),
+    always: link.provider,
   });
   const approval = {
     effectId,
@@ -308,9 +436,9 @@ export async function workflowCell(
     approvedBy: 'conformance-kit',
     authorizationRef: `conformance ${fault} ${kind}`,
   };
-  const putFault = () =>
-    applyFault(fault, { proxy, calibration: ctx.calibration, callTimeoutMs: t, server, reference });
-  const deadline = Date.now() + patience(ctx) + 30_000;
+  const putFault = () => link.apply();
+  const closeWithinMs = ctx.closeWithinMs ?? patience(ctx) + 30_000;
+  const deadline = Date.now() + closeWithinMs;
   const result: WorkflowResult = {
     reference,
     effectId,
@@ -319,6 +447,7 @@ export async function workflowCell(
     firstAnswer: null,
     attempts: 0,
     retriesByKit: 0,
+    decisionsByKit: [],
     objects: 0,
     factExternalId: null,
   };
@@ -342,18 +471,13 @@ export async function workflowCell(
       await putFault();
       await kit.effects.approve(approval);
     }
-    const played = await playThePerson(kit, effectId, deadline);
+    const played = await playThePerson(ctx, effectId, step, deadline);
     result.retriesByKit = played.retries;
     if (played.closed && 'failed' in played.closed) violations.push(`the workflow failed: ${played.closed.failed}`);
     const closed = played.closed && 'result' in played.closed ? played.closed.result : undefined;
     if (!played.closed) {
-      const status = await kit.env.client.workflow
-        .getHandle(effectId)
-        .query(statusQuery)
-        .catch(() => undefined);
-      violations.push(
-        `the effect did not close within ${Math.round(patience(ctx) / 1000) + 30} s (${status?.stage ?? '?'}, awaiting ${status?.awaiting ?? '?'})`,
-      );
+      result.open = await whyOpen(kit.env.client, effectId);
+      violations.push(`the effect did not close within ${Math.round(closeWithinMs / 1000)} s: ${result.open}`);
       await kit.env.client.workflow
         .getHandle(effectId)
         .terminate('the conformance kit gave up on it')
@@ -363,6 +487,7 @@ export async function workflowCell(
     }
     // Whatever the faulty send left running settles under its fault; then the grace; then count.
     await within(Promise.all(route.sends), 'the sends of the cell to settle', patience(ctx)).catch(() => undefined);
+    await within(link.settled(), 'the proxy of the cell to settle', patience(ctx)).catch(() => undefined);
     // Outlasting the grace the adapter declares: what it promises is that nothing lands after it.
     await sleep(grace);
     result.objects = await retried(() => server.count(reference));
@@ -387,10 +512,15 @@ export async function workflowCell(
       : null;
     const fact = trail?.facts.find((f) => f.step === step);
     result.factExternalId = fact?.externalId ?? null;
+    result.decisionsByKit = trail ? decisionsByKit(trail, step, t + grace) : [];
     if (closed && result.stage !== 'recorded') violations.push(`the effect ended ${result.stage}, not recorded`);
     if (result.objects !== 1)
       violations.push(`the workflow left ${result.objects} objects carrying ${reference} (one is right)`);
     if (result.refusedObjects) violations.push(`refused revision 1 left ${result.refusedObjects} objects`);
+    const firstAttempt = attempts.find((a) => a.releaseRevision === latest);
+    const factTime =
+      fact && firstAttempt ? timeProblem(fact.occurredAt.toISOString(), firstAttempt.startedAt.getTime()) : undefined;
+    if (factTime) violations.push(`the fact's time ${factTime}`);
     if (closed && result.stage === 'recorded') {
       const release = trail?.releases.find((r) => r.step === step && r.revision === trail.effect.revision);
       if (!fact || !release) violations.push(`recorded, but the ledger holds no fact for step ${step}`);
@@ -412,7 +542,27 @@ export async function workflowCell(
     violations.push(`the workflow cell failed: ${error instanceof Error ? error.message : String(error)}`);
     return { workflow: result, violations };
   } finally {
-    await proxy.remove().catch(() => {});
+    await link.remove();
     await closeAdapter(adapter);
   }
+}
+
+/** The kit's decisions as the ledger took them, each with the end of the in-flight window it followed. */
+function decisionsByKit(trail: EffectTrail, step: string, windowMs: number): WorkflowResult['decisionsByKit'] {
+  const began = (attemptId: number) => {
+    const answer = trail.evidence.find((e) => e.attemptId === attemptId && e.kind === 'response');
+    const offset = Number((answer?.detail as { sendBeganAfterMs?: unknown } | null)?.sendBeganAfterMs);
+    return Number.isFinite(offset) && offset >= 0 ? offset : SEND_START_LIMIT_MS;
+  };
+  return trail.decisions
+    .filter((d) => d.actor === PERSON.actor)
+    .map((d) => {
+      const before = trail.attempts.filter((a) => a.step === step && a.startedAt <= d.decidedAt).at(-1);
+      const windowEnded = before ? before.startedAt.getTime() + began(before.attemptId) + windowMs : null;
+      return {
+        kind: d.kind,
+        decidedAt: d.decidedAt.toISOString(),
+        windowEndedAt: windowEnded === null ? null : new Date(windowEnded).toISOString(),
+      };
+    });
 }

@@ -7,6 +7,8 @@ export {
   FAULTS,
   type FaultName,
   FURTHER_STEP,
+  PROVIDER_FAULTS,
+  type ProviderFault,
   STEP_KIND_DESCRIPTIONS,
   STEP_KINDS,
   type StepKind,

@@ -3,17 +3,21 @@
 // backend code uses, both given the destinations as any worker and client are. Everything is tied to this
 // process and removed by stop().
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, type Worker } from '@temporalio/worker';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import type { Destination } from '../domain/destination.js';
-import { startDevServer } from '../stack/dev-server.js';
 import { createLedgerDatabase, databaseAdminUrl, type LedgerDatabase } from '../stack/ledger-database.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../stack/orders-db.js';
 import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
 import { loadTemporalConfig } from '../workers/config.js';
 import { buildIdOf } from '../workers/deployment.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
+import { type KitProxies, startKitProxies } from './kit-proxies.js';
+import { type QuietDevServer, startQuietDevServer } from './quiet-dev-server.js';
 
 export interface KitStackOptions {
   callTimeoutMs: number;
@@ -27,6 +31,10 @@ export interface KitStack {
   ledger: LedgerDatabase;
   notes: OrdersDatabase;
   toxiproxy: ToxiproxyServer;
+  /** The kit's own proxies: a provider's shape, a held request. */
+  proxies: KitProxies;
+  /** The dev server's output (banner and logs), kept out of the kit's own; undefined when it printed instead. */
+  devServerLog?: string;
   /** The client approvals go through (once host() has run). */
   readonly effects: EffectLedgerClient;
   /** The client, validating against these destinations, and the one worker, hosting them. */
@@ -54,38 +62,41 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
   const adminUrl = options.adminUrl ?? databaseAdminUrl();
   const config = loadTemporalConfig();
   const bundle = bundleEffectWorkflows();
+  const logFile = join(mkdtempSync(join(tmpdir(), 'effect-ledger-conformance-')), 'dev-server.log');
   const started = await Promise.allSettled([
-    startDevServer({ config }),
+    startQuietDevServer(config, logFile),
     createLedgerDatabase('conformance', adminUrl),
     createOrdersDatabase(),
     startToxiproxy({ metrics: true }),
+    startKitProxies(),
   ] as const);
   const failed = started.find((s) => s.status === 'rejected');
   if (failed) {
     // What did start goes again: a half-built stack must not keep the caller's process alive.
-    const [e, l, n, x] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
-      TestWorkflowEnvironment | undefined,
+    const [e, l, n, x, p] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined)) as [
+      QuietDevServer | undefined,
       LedgerDatabase | undefined,
       OrdersDatabase | undefined,
       ToxiproxyServer | undefined,
+      KitProxies | undefined,
     ];
-    await Promise.allSettled([e?.teardown(), l?.drop(), n?.drop(), x?.stop()]);
+    await Promise.allSettled([e?.stop(), l?.drop(), n?.drop(), x?.stop(), p?.stop()]);
     throw failed.reason;
   }
-  const [env, ledger, notes, toxiproxy] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [
-    TestWorkflowEnvironment,
-    LedgerDatabase,
-    OrdersDatabase,
-    ToxiproxyServer,
-  ];
+  const [temporal, ledger, notes, toxiproxy, proxies] = started.map(
+    (s) => (s as PromiseFulfilledResult<unknown>).value,
+  ) as [QuietDevServer, LedgerDatabase, OrdersDatabase, ToxiproxyServer, KitProxies];
   const taskQueue = `conformance-${randomBytes(4).toString('hex')}`;
   let effects: EffectLedgerClient | undefined;
   let worker: { instance: Worker; running: Promise<void> } | undefined;
+  const { env } = temporal;
   return {
     env,
     ledger,
     notes,
     toxiproxy,
+    proxies,
+    ...(temporal.logFile ? { devServerLog: temporal.logFile } : {}),
     get effects() {
       if (!effects) throw new Error('the kit has no client before host()');
       return effects;
@@ -125,7 +136,7 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
         worker.instance.shutdown();
         await worker.running.catch(() => {});
       }
-      await Promise.allSettled([env.teardown(), toxiproxy.stop(), notes.drop(), ledger.drop()]);
+      await Promise.allSettled([temporal.stop(), toxiproxy.stop(), proxies.stop(), notes.drop(), ledger.drop()]);
     },
   };
 }

@@ -37,7 +37,7 @@ const program = new Command('effect-ledger-conformance')
   .option('--call-timeout <ms>', 'the call timeout every fault is scaled to', milliseconds, 3000)
   .option('--absence-grace <ms>', "overrides every destination's absence grace (default: each one's own)", milliseconds)
   .option('--json <file>', 'also write the whole report, every observation of every cell, as JSON to <file>')
-  .addHelpText('after', `\nFaults:\n${FAULTS.map((f) => `  ${f.padEnd(17)} ${FAULT_DESCRIPTIONS[f]}`).join('\n')}\n`);
+  .addHelpText('after', `\nFaults:\n${FAULTS.map((f) => `  ${f.padEnd(23)} ${FAULT_DESCRIPTIONS[f]}`).join('\n')}\n`);
 
 program.parse();
 const [modulePath, names] = program.processedArgs as [string, string[]];
@@ -61,7 +61,7 @@ try {
     ...(options.absenceGrace === undefined ? {} : { absenceGraceMs: options.absenceGrace }),
     log: (line) => process.stderr.write(`${line}\n`),
   });
-  // A file, not stdout: the dev server the kit starts writes its banner there.
+  // A file, not stdout: stdout is the table (the dev server's output goes to the log the table names on failure).
   if (options.json) writeFileSync(options.json, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`${report.table}\n`);
   process.exit(report.ok ? 0 : 1);

@@ -23,13 +23,24 @@ function columns(rows: string[][]): string {
     .join('\n');
 }
 
+/** A path with its repeats counted: "readback inconclusive (×38)", not the same words 38 times. */
+function collapsed(path: readonly string[]): string {
+  const runs: { step: string; times: number }[] = [];
+  for (const step of path) {
+    const last = runs.at(-1);
+    if (last?.step === step) last.times += 1;
+    else runs.push({ step, times: 1 });
+  }
+  return runs.map((r) => (r.times > 1 ? `${r.step} (×${r.times})` : r.step)).join(' → ');
+}
+
 function row(c: CellResult): string[] {
   const p = c.probe;
   const w = c.workflow;
   const landed = p ? (p.landedFinally === p.landed ? String(p.landed) : `${p.landed} → ${p.landedFinally}`) : '';
   const retries = w?.retriesByKit ? `, ${w.retriesByKit} retr${w.retriesByKit === 1 ? 'y' : 'ies'} by the kit` : '';
   const path = w
-    ? `${w.stage ?? 'open'}: ${w.path.join(' → ') || '—'} (${w.attempts} attempt${w.attempts === 1 ? '' : 's'}${retries})`
+    ? `${w.stage ?? 'open'}: ${collapsed(w.path) || '—'} (${w.attempts} attempt${w.attempts === 1 ? '' : 's'}${retries})`
     : '';
   return [
     c.fault,
@@ -70,7 +81,7 @@ export function conformanceTable(report: Omit<ConformanceReport, 'table'>): stri
     }
     const skipped = new Map<string, string[]>();
     for (const s of d.skipped) skipped.set(s.why, [...(skipped.get(s.why) ?? []), `${s.fault} × ${s.kind}`]);
-    for (const [why, cells] of skipped) out.push(`  not applicable (${why}): ${cells.join(', ')}`);
+    for (const [why, cells] of skipped) out.push(`  n/a (${why}): ${cells.join(', ')}`);
     out.push('');
   }
   if (report.violations.length) {
@@ -82,5 +93,6 @@ export function conformanceTable(report: Omit<ConformanceReport, 'table'>): stri
           : `  ${v.destination} · ${v.fault} · ${STEP_LABEL[v.kind as StepKind]} (${v.phase}): ${v.what}`,
       );
   } else out.push('no violations');
+  if (report.devServerLog) out.push(`the Temporal dev server's log: ${report.devServerLog}`);
   return out.join('\n');
 }

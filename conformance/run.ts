@@ -2,6 +2,8 @@
 // The cells run at once (each with its own proxies and effects), so the run takes about as long as its
 // slowest cell.
 import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   closeAdapter,
   type Destination,
@@ -14,9 +16,10 @@ import { connectDestination } from '../workers/hosted-destinations.js';
 import { type Calibration, calibrate } from './calibration.js';
 import { carrierDestination, carrierName } from './carrier.js';
 import { type CellContext, type CellResult, probeCell, workflowCell } from './cells.js';
-import { FAULTS, type FaultName, faultApplies, STEP_KINDS, type StepKind } from './faults.js';
+import { FAULTS, type FaultName, notApplicable, STEP_KINDS, type StepKind } from './faults.js';
 import { type KitStack, startKitStack } from './kit-stack.js';
 import { turns } from './patience.js';
+import { type ProviderShape, shapeOf } from './provider-shape.js';
 import { conformanceTable } from './report.js';
 import { Router } from './router.js';
 import type { ConformanceServer, ConformanceTargets } from './target.js';
@@ -41,6 +44,11 @@ export interface ConformanceOptions {
   callTimeoutMs?: number;
   /** Overrides every destination's absence grace; default each destination's own, the promise under test. */
   absenceGraceMs?: number;
+  /**
+   * How long the workflow phase waits for an effect to close before it reports why not (default 50 s + 4 × (call
+   * timeout + absence grace)): a short one for a test whose effects close in seconds or never.
+   */
+  closeWithinMs?: number;
   /** How late past the call timeout a send may answer before that is a violation (default 1500 ms). */
   sendSlackMs?: number;
   /** Cells running at once, across every destination (default 24): a small machine's share of servers and connections. */
@@ -77,6 +85,8 @@ export interface ConformanceReport {
   destinations: DestinationReport[];
   violations: Violation[];
   ok: boolean;
+  /** The Temporal dev server's output (its banner and logs), kept when the run found violations. */
+  devServerLog?: string;
   /** The table: fault × step kind → class, readback verdict, objects; then every violation, named. */
   table: string;
 }
@@ -90,12 +100,41 @@ interface Prepared {
   clean: DestinationAdapter;
   router: Router;
   report: DestinationReport;
+  shape?: ProviderShape;
+  /** Why the revision cells cannot run as the target describes them (its refused payload cannot be revised). */
+  revisionProblem?: string;
 }
 
-function skipReason(fault: FaultName, kind: StepKind, contract: DestinationContract, server: ConformanceServer) {
-  if (kind === 'revision' && contract.keyScope !== 'revision')
+function skipReason(
+  fault: FaultName,
+  kind: StepKind,
+  p: Prepared,
+  window: { callTimeoutMs: number; absenceGraceMs: number },
+) {
+  if (kind === 'revision' && p.clean.keyScope !== 'revision')
     return 'keys per effect: a revision carries the same reference';
-  if (!faultApplies(fault, server)) return 'no 5xx after commit in this protocol (the target offers none)';
+  return notApplicable(fault, p.server, p.shape, window);
+}
+
+/**
+ * A revision cell approves the refused payload, then revises it to the sample: both must be payloads of the same
+ * operation that the schema accepts, with the same target (a revision may not change it).
+ */
+function revisionProblem(contract: DestinationContract, server: ConformanceServer): string | undefined {
+  const refused = server.refusedPayload;
+  if (contract.keyScope !== 'revision' || !refused) return undefined;
+  const { operation, payload } = server.sample;
+  const schema = Object.hasOwn(contract.operations, operation) ? contract.operations[operation] : undefined;
+  const checked = schema?.safeParse(refused);
+  if (checked && !checked.success)
+    return `the target's refusedPayload is refused at approval (${checked.error.issues.map((i) => `${i.path.join('.') || 'payload'}: ${i.message}`).join('; ')}): the revision cells need a payload the schema accepts and the server refuses (docs/conformance.md)`;
+  const target = (p: Record<string, unknown>) => contract.buildPackage('kit.check', operation, p).target;
+  try {
+    if (target(refused) !== target(payload))
+      return `the target's refusedPayload has the target "${target(refused)}", the sample "${target(payload)}": a revision may not change the target, so the revision cells need a refused payload with the sample's target (docs/conformance.md)`;
+  } catch (error) {
+    return `the target's refusedPayload cannot be packaged: ${error instanceof Error ? error.message : String(error)}`;
+  }
   return undefined;
 }
 
@@ -127,12 +166,15 @@ async function prepare(kit: KitStack, tag: string, name: string, options: Confor
     await server.stop().catch(() => {});
     throw error;
   }
+  const problem = revisionProblem(clean, server);
   return {
     name,
     destination,
     server,
     connect,
     clean,
+    ...(server.declaration ? { shape: shapeOf(server.declaration) } : {}),
+    ...(problem ? { revisionProblem: problem } : {}),
     router: new Router(clean),
     report: {
       destination: name,
@@ -248,13 +290,24 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
             callTimeoutMs,
             absenceGraceMs: options.absenceGraceMs ?? p.clean.absenceGraceMs,
             sendSlackMs,
+            ...(p.shape ? { shape: p.shape } : {}),
+            ...(options.closeWithinMs === undefined ? {} : { closeWithinMs: options.closeWithinMs }),
           };
           const cells: Promise<CellResult>[] = [];
           for (const fault of faults)
             for (const kind of kinds) {
               if (options.select && !options.select({ destination: p.name, fault, kind })) continue;
-              const why = skipReason(fault, kind, p.clean, p.server);
+              const why = skipReason(fault, kind, p, ctx);
               if (why) p.report.skipped.push({ fault, kind, why });
+              else if (kind === 'revision' && p.revisionProblem)
+                cells.push(
+                  Promise.resolve({
+                    destination: p.name,
+                    fault,
+                    kind,
+                    violations: [{ phase: 'workflow' as const, what: p.revisionProblem }],
+                  }),
+                );
               else cells.push(inTurn(() => runCell(ctx, fault, kind)));
             }
           log(`conformance ${run}: ${p.name}: ${cells.length} cells (${carrierName(p.name)} carries its further step)`);
@@ -277,12 +330,16 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
       c.violations.map((v): Violation => ({ destination: c.destination, fault: c.fault, kind: c.kind, ...v })),
     ),
   ]);
+  const ok = violations.length === 0;
+  // The server's output is kept out of the kit's; it is worth reading only when something went wrong.
+  if (ok && kit.devServerLog) rmSync(dirname(kit.devServerLog), { recursive: true, force: true });
   const report = {
     callTimeoutMs,
     ...(options.absenceGraceMs === undefined ? {} : { absenceGraceMs: options.absenceGraceMs }),
     destinations: reports,
     violations,
-    ok: violations.length === 0,
+    ok,
+    ...(!ok && kit.devServerLog ? { devServerLog: kit.devServerLog } : {}),
   };
   return { ...report, table: conformanceTable(report) };
 }

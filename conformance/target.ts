@@ -3,6 +3,7 @@
 // chooses (a Toxiproxy proxy in front of the server), a counter of the objects that carry a reference, and
 // something to send. A destinations module exports these as `conformance`, beside its destinations (its
 // default export, the format EFFECT_LEDGER_DESTINATIONS loads).
+import type { HttpDestinationSpec } from '../activities/destinations/http-destination.js';
 
 export interface ConformanceTarget {
   /** Starts (or reaches) the destination's real server, for one run of the kit. */
@@ -37,6 +38,13 @@ export interface ConformanceServer {
    * then answered 5xx. Without it the `5xx-after-commit` fault does not apply.
    */
   failAfterCommit?(reference: string): Promise<void>;
+  /**
+   * An HTTP API's shape, as httpDestination declares it (its spec; a hand-written adapter of an HTTP API may name
+   * one too): where objects carry their ID, creation time and reference, its listings, searches and key. The
+   * kit's proxy reads it to fault the provider's shape (clock, pinned item, search lag, forgotten key, 503, unix
+   * times). Without it those faults do not apply.
+   */
+  declaration?: HttpDestinationSpec;
   stop(): Promise<void>;
 }
 

@@ -9,7 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { builtInDestinations } from '../activities/destinations/built-in.js';
 import { messageIdFor } from '../activities/destinations/email-smtp.js';
+import { keyedApiSpec } from '../activities/destinations/keyed-api.js';
 import { subjectFor } from '../activities/destinations/nats-jetstream.js';
+import { socialFeedSpec } from '../activities/destinations/social-feed.js';
 import type { ConformanceTarget, ConformanceTargets } from '../conformance/target.js';
 import { createOrdersDatabase } from '../stack/orders-db.js';
 import { MAILPIT_MAX_MESSAGES, startMailpit } from './mailpit.js';
@@ -32,6 +34,8 @@ export function keyedApiTarget(): ConformanceTarget {
         // The provider answers 400 to an amount that is not positive: a real refusal for the revision cells.
         refusedPayload: { charge: 'ch_kit', amount: -4000, currency: 'EUR' },
         failAfterCommit: (reference) => simulator.fault('status_500_after_commit', { reference }),
+        // Its shape as declared: the kit's proxy faults its times, search and key from it.
+        declaration: keyedApiSpec,
         stop: () => simulator.stop(),
       };
     },
@@ -49,6 +53,7 @@ export function socialFeedTarget(): ConformanceTarget {
           (await simulator.socialPosts()).filter((p) => p.metadata?.effect_id === reference).length,
         sample: { operation: 'post.publish', payload: { channel: 'conformance', text: 'One post per effect.' } },
         failAfterCommit: (reference) => simulator.fault('status_500_after_commit', { reference }),
+        declaration: socialFeedSpec,
         stop: () => simulator.stop(),
       };
     },

@@ -62,7 +62,7 @@ export async function ensureSearchAttributes(
  * Task priority (first readbacks before repeat ones) needs the server's new task matcher: on by default from server
  * 1.31, behind this setting on 1.29–1.30 (the CLI v1.5.1's dev server is 1.29.1).
  */
-const DYNAMIC_CONFIG = ['--dynamic-config-value', 'matching.useNewMatcher=true'];
+export const DYNAMIC_CONFIG = ['--dynamic-config-value', 'matching.useNewMatcher=true'];
 
 /** Core gives a dev server 5 s to answer; on a loaded machine (files start theirs side by side) it may not. */
 const NOT_STARTED = /ephemeral server at [\d.]+:(\d+) did not start within/;

@@ -1,0 +1,44 @@
+// Why an effect did not close, in the words a person debugging it needs: its stage and what it awaits (the
+// workflow's status), its latest attempt, and every activity it is waiting on with that activity's retries and
+// last failure (Temporal's describe()), e.g. "recordResponse failing, attempt 14: Invalid time value (RangeError)".
+// Not only "did not close within 74 s": a declaration the ledger cannot record is named by its error.
+import type { Client } from '@temporalio/client';
+import { statusQuery } from '../workflows/contract.js';
+
+/** The messages along an error's causes: a failed workflow's own words are in its cause, not its message. */
+export function failureText(error: unknown): string {
+  const messages: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    const { message, cause } = current as { message?: unknown; cause?: unknown };
+    if (typeof message === 'string' && message && !messages.includes(message)) messages.push(message);
+    current = cause;
+  }
+  return messages.join(': ') || String(error);
+}
+
+export async function whyOpen(client: Client, effectId: string): Promise<string> {
+  const handle = client.workflow.getHandle(effectId);
+  const [status, description] = await Promise.all([
+    handle.query(statusQuery).catch(() => undefined),
+    handle.describe().catch(() => undefined),
+  ]);
+  const parts = [`stage ${status?.stage ?? '?'}`];
+  if (status?.awaiting) parts.push(`awaiting ${status.awaiting}`);
+  const last = status?.attempts.at(-1);
+  if (last)
+    parts.push(
+      `attempt ${last.attemptNumber}${last.step ? ` of step ${last.step}` : ''}: ${last.outcome}${last.detail ? ` (${last.detail})` : ''}`,
+    );
+  for (const pending of description?.raw.pendingActivities ?? []) {
+    const name = pending.activityType?.name ?? 'an activity';
+    const failure = pending.lastFailure;
+    const type = failure?.applicationFailureInfo?.type;
+    parts.push(
+      failure?.message
+        ? `${name} failing, attempt ${pending.attempt ?? '?'}: ${failure.message}${type ? ` (${type})` : ''}`
+        : `${name} running, attempt ${pending.attempt ?? '?'}`,
+    );
+  }
+  return parts.join('; ');
+}
