@@ -7,7 +7,7 @@ import { idempotencyKeyFor, MAIN_STEP, parseKey } from '../domain/idempotency-ke
 import type { EffectStage } from '../domain/stages.js';
 import { readTrail } from '../ledger/trail.js';
 import { waitFor, within } from '../stack/wait-for.js';
-import { type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
+import { decideUpdate, type EffectResult, type EffectStatus, statusQuery } from '../workflows/contract.js';
 import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../workflows/ledger-reconciler.js';
 import type { Stack } from './local-stack.js';
 import type { LoggedRequest } from './simulator/request-log.js';
@@ -46,6 +46,27 @@ export function waitForStage(
     },
     `${effectId} to reach ${stage}${awaiting ? ` awaiting "${awaiting}"` : ''}`,
   );
+}
+
+/**
+ * Wakes a waiting run `times` times with decisions for an attempt it is not on, each refused as stale: what makes a
+ * run hand over (continue as new) in a test, since its looks wake nothing (`readbacksPerRun` counts wakes).
+ */
+export async function wakeWithStaleDecisions(stack: Stack, effectId: string, times: number, step?: string) {
+  for (let i = 0; i < times; i++) {
+    const answer = await stack.env.client.workflow.getHandle(effectId).executeUpdate(decideUpdate, {
+      args: [
+        {
+          decision: 'abandon',
+          actor: 'ops@example.com',
+          reason: 'an old ticket',
+          attempt: 99,
+          ...(step ? { step } : {}),
+        },
+      ],
+    });
+    assert.equal(answer.accepted, false, 'a decision for attempt 99 is refused as stale');
+  }
 }
 
 /** The keyed API's objects of an effect's main step, whichever revision made them (`effectID`, `effectID#r2`). */

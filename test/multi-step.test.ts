@@ -11,6 +11,7 @@ import {
   resultOf,
   socialPostsFor,
   waitForStage,
+  wakeWithStaleDecisions,
 } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskAnnouncedRequest } from '../harness/sample-requests.js';
@@ -197,6 +198,7 @@ describe('multi-step effects', () => {
         await handsOver.approve(taskAnnouncedRequest(id, 'request-34'));
         await waitForStage(stack, id, 'unknown', 'a human decision');
         const { runId: firstRun } = await stack.env.client.workflow.getHandle(id).describe();
+        await wakeWithStaleDecisions(stack, id, 2, 'announce');
         await waitFor(
           async () =>
             (await stack.env.client.workflow.getHandle(id, firstRun).describe()).status.name === 'CONTINUED_AS_NEW',
@@ -204,7 +206,8 @@ describe('multi-step effects', () => {
         );
         const next = await waitFor(async () => {
           const s = await liveStatus(stack, id);
-          return s.readbacks.length > 2 && s.awaiting?.includes('a human decision') ? s : undefined;
+          const { runId } = await stack.env.client.workflow.getHandle(id).describe();
+          return runId !== firstRun && s.awaiting?.includes('a human decision') ? s : undefined;
         }, 'the next run to read back and await a person');
         assert.equal(next.stage, 'unknown', `the next run shows ${next.stage} while it awaits a person`);
         assert.equal(next.step, 'announce');

@@ -4,7 +4,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { eq } from 'drizzle-orm';
-import { assertProviderSaw, liveStatus, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
+import {
+  assertProviderSaw,
+  liveStatus,
+  resultOf,
+  socialPostsFor,
+  waitForStage,
+  wakeWithStaleDecisions,
+} from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest } from '../harness/sample-requests.js';
 import { decisions, providerEvidence } from '../ledger/schema.js';
@@ -320,7 +327,8 @@ describe('UNKNOWN on a key-less destination', () => {
     TEST_TIMEOUT,
     async () => {
       const effectId = 'post:launch-6';
-      // Two readbacks per run, every 300 ms: a wait of weeks in miniature.
+      // Two wakes per run (a person's stale decisions here): a wait of weeks in miniature. Its looks, every 300 ms,
+      // wake nothing.
       const patient = stack.effectsWith({ readbackIntervalMs: 300, readbacksPerRun: 2 });
       await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
       const answer = await stack.withWorker(async () => {
@@ -329,14 +337,25 @@ describe('UNKNOWN on a key-less destination', () => {
         await stack.env.client.workflow
           .getHandle(effectId)
           .signal(abandonSignal, { actor: 'ops@example.com', reason: 'x', force: true });
-        // Two hand-overs later, the latest run still knows the attempt and the refused decision of the first.
-        const third = await waitFor(async () => {
-          const d = await stack.env.client.workflow.getHandle(effectId).describe();
+        // Two hand-overs later, the latest run still knows the attempt and the refused decisions of the first.
+        const runs = new Set([firstRunId]);
+        let third: Awaited<ReturnType<ReturnType<typeof stack.env.client.workflow.getHandle>['describe']>> | undefined;
+        while (runs.size < 3) {
+          await waitForStage(stack, effectId, 'unknown', 'a human decision');
+          await wakeWithStaleDecisions(stack, effectId, 2);
+          third = await waitFor(async () => {
+            const d = await stack.env.client.workflow.getHandle(effectId).describe();
+            return runs.has(d.runId) ? undefined : d;
+          }, 'the run to hand over');
+          runs.add(third.runId);
+        }
+        assert.ok(third);
+        await waitFor(async () => {
           const readbacks = (
             await stack.ledger.db.select().from(providerEvidence).where(eq(providerEvidence.effectId, effectId))
           ).filter((e) => e.kind === 'readback');
-          return d.runId !== firstRunId && readbacks.length >= 5 ? d : undefined;
-        }, 'five readbacks over three runs');
+          return readbacks.length >= 5;
+        }, 'five looks over three runs');
         assert.equal(third.status.name, 'RUNNING');
         assert.equal(third.typedSearchAttributes.get(effectStageKey), 'unknown', 'the UI still finds it by stage');
         const first = await stack.env.client.workflow.getHandle(effectId, firstRunId).describe();
@@ -347,7 +366,12 @@ describe('UNKNOWN on a key-less destination', () => {
           live.attempts.map((a) => [a.attemptNumber, a.outcome]),
           [[1, 'unknown']],
         );
-        assert.equal(live.decisions.length, 1, 'the refused decision is carried');
+        assert.equal(
+          live.decisions.filter((d) => d.note.includes('force')).length,
+          1,
+          'the refused garbage is carried',
+        );
+        assert.equal(live.decisions.filter((d) => d.note.startsWith('stale')).length, 4, 'so are the stale ones');
         return stack.effects.decide(effectId, 'abandon', {
           actor: 'ops@example.com',
           reason: 'nobody could confirm it',

@@ -12,7 +12,7 @@ import {
   decideUpdate,
   lookNowSignal,
 } from '../../workflows/contract.js';
-import { runEffect, socialPostsFor, waitForStage } from '../effect-probes.js';
+import { runEffect, socialPostsFor, waitForStage, wakeWithStaleDecisions } from '../effect-probes.js';
 import type { Stack } from '../local-stack.js';
 import { postRequest, refundRequest, taskAnnouncedRequest } from '../sample-requests.js';
 import { startWorkerProcess } from '../worker-process.js';
@@ -33,19 +33,6 @@ export interface HistoryScenario {
 }
 
 const OPS = 'ops@example.com';
-
-/**
- * Wakes a waiting run `times` times with decisions for an attempt it is not on (each refused as stale): what makes a
- * v7 run hand over in a scenario (its looks wake nothing; `readbacksPerRun` counts wakes).
- */
-async function wakeWithStaleDecisions(stack: Stack, effectId: string, times: number, step?: string): Promise<void> {
-  for (let i = 0; i < times; i++) {
-    const { accepted } = await handle(stack, effectId).executeUpdate(decideUpdate, {
-      args: [{ decision: 'abandon', actor: OPS, reason: 'an old ticket', attempt: 99, ...(step ? { step } : {}) }],
-    });
-    if (accepted) throw new Error('a decision for attempt 99 was accepted');
-  }
-}
 
 const handle = (stack: Stack, effectId: string) => stack.env.client.workflow.getHandle(effectId);
 
