@@ -22,7 +22,7 @@ step "tests against the cluster"
 export EFFECT_LEDGER_TEMPORAL_TARGET=cluster
 # Files that run unchanged on either target (operator-ui drives the standalone UI server here), then ours.
 files=(test/approve.test.ts test/never-lost.test.ts test/concurrent-approval.test.ts test/unknown-keyed.test.ts
-  test/operator-ui.test.ts test/cluster/*.test.ts)
+  test/operator-ui.test.ts test/worker-versioning.test.ts test/cluster/*.test.ts)
 
 [ $# -eq 0 ] || files=("$@")
 rc=0

@@ -4,6 +4,7 @@
 // readback waits on its destination's own queue (v5), which only a worker hosting the destination polls.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { temporal } from '@temporalio/proto';
 import { assertProviderSaw, liveStatus, objectsFor, resultOf, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
@@ -100,18 +101,22 @@ describe('a destination no polling worker hosts', () => {
       });
       const nowhere = await stack.startWorker(HOSTS_NOTHING);
       try {
-        // v5 (readback-per-destination-queue): the next readback is scheduled on keyed-api's readback queue; only
-        // a worker hosting keyed-api polls it, so it stays scheduled — never started, never failed — meanwhile.
+        // The next look is scheduled on keyed-api's readback queue; only a worker hosting keyed-api polls it, so it
+        // stays scheduled — never started, never retried — meanwhile.
         const handle = stack.env.client.workflow.getHandle(effectId);
         const pending = await waitFor(async () => {
           const { raw } = await handle.describe();
-          return raw.pendingActivities?.find((a) => a.activityType?.name === 'readBack');
-        }, 'the next readback scheduled');
+          return raw.pendingActivities?.find((a) => a.activityType?.name === 'watchForObject');
+        }, 'the next look scheduled');
         await new Promise((resolve) => setTimeout(resolve, 3000)); // a non-hosting worker's poll would take it by now
         const { raw } = await handle.describe();
         const still = raw.pendingActivities?.find((a) => a.activityId === pending.activityId);
-        assert.equal(still?.attempt, 1, 'not taken, so not retried');
-        assert.ok(!still?.lastFailure, 'no failure: no worker that lacks keyed-api took it');
+        assert.equal(still?.attempt, pending.attempt, 'not taken, so not retried');
+        assert.notEqual(
+          still?.state,
+          temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+          'no worker that lacks keyed-api took it',
+        );
         const report = await stack.effects.status(effectId);
         assert.equal(report.trail.effect.stage, 'unknown', 'still UNKNOWN, not failed');
         const readbacks = report.trail.evidence.filter((e) => e.kind === 'readback');

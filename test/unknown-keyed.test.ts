@@ -488,7 +488,7 @@ describe('UNKNOWN on a keyed destination', () => {
           .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
           .filter((name): name is string => Boolean(name));
         // Its send activity writes nothing and sends nothing: the ledger already holds attempt 1.
-        assert.deepEqual(activities.slice(0, 2), ['attemptOnce', 'readBack'], 'the new run reads back first');
+        assert.deepEqual(activities.slice(0, 2), ['attemptOnce', 'watchForObject'], 'the new run looks first');
         assert.ok(!activities.includes('sendToDestination'), 'the new run sent nothing');
         assert.ok(!activities.includes('recordAttempt'));
       });

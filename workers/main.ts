@@ -41,6 +41,12 @@ const logger = installWorkerRuntime({
   sdkMetricsAddress: process.env.EFFECT_LEDGER_SDK_METRICS_ADDRESS,
 });
 
+const STARTUP_REFUSALS = new Set([
+  'WorkerDeploymentError',
+  'MissingSearchAttributesError',
+  'DestinationDefinitionError',
+]);
+
 process.on('unhandledRejection', (reason) => {
   if (!isLostConnection(reason)) throw reason;
   logger.warn('ledger connection lost under a query', { code: (reason as { code?: unknown }).code });
@@ -49,6 +55,12 @@ process.on('uncaughtException', (error) => {
   if (isLostConnection(error)) {
     logger.warn('ledger connection lost outside a query', { error: error.message });
     return;
+  }
+  // A refusal to start (no deployment version, missing search attributes, a wrong destinations module) says so
+  // in one line: it is the operator's to fix, not a crash.
+  if (STARTUP_REFUSALS.has(error.name)) {
+    logger.error('cannot start', { reason: error.message, error: error.name });
+    process.exit(1);
   }
   // What Node would do without this handler: report and exit (a supervisor restarts the worker).
   logger.error('uncaught exception', { error: error.stack ?? String(error) });

@@ -94,9 +94,9 @@ const destinations =
 
 /** no-fresh-readback: a retry (human or automatic) leaves at once, without the fresh readback before it. */
 const NO_FRESH_READBACK: Cut = {
-  file: 'workflows/reconcile.ts',
-  find: 'if (!run.v3) return RETRY;',
-  replace: 'return RETRY;',
+  file: 'workflows/decisions.ts',
+  find: 'const latest = await freshLookBeforeRetry(run);',
+  replace: 'return RETRY; const latest = await freshLookBeforeRetry(run);',
 };
 
 /** The workflow bundled with the cuts of workflow files applied (test/support/cut-loader.cjs). */
