@@ -1,0 +1,87 @@
+// Every snippet in docs/ runs as shown (issue 28): each fenced block says, in an HTML comment just above it,
+// which tested file it is line for line, which test runs it, or why a reader does not copy it (sample output,
+// a diagram). test/readme.test.ts compares the files; this finds the blocks that say nothing, or say
+// something untrue.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { blockProblems, fencedBlocks, projectRoot, readDoc } from './support/doc-blocks.js';
+
+// TODO(doc-blocks merge): pages other engineers are editing while this branch was written; their blocks are
+// not marked yet. Empty this list when merging, and mark what the test then names.
+const PAGES_BEING_EDITED = [
+  'docs/your-own-destination.md',
+  'docs/price-and-bench.md',
+  'docs/price-at-scale.md',
+  'docs/multi-step-and-revisions.md',
+];
+
+function source(path: string): string | undefined {
+  const file = join(projectRoot, path);
+  return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+}
+
+test('every fenced block in docs/ is a tested file, run by a test, or says why it is not copied', () => {
+  const pages = readdirSync(join(projectRoot, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`);
+  for (const page of PAGES_BEING_EDITED) assert.ok(pages.includes(page), `${page} is still a page`);
+  const checked = pages.filter((page) => !PAGES_BEING_EDITED.includes(page));
+  const problems = checked.flatMap((page) => blockProblems(page, readDoc(page), source));
+  assert.deepEqual(problems, [], problems.join('\n'));
+  const blocks = checked.reduce((n, page) => n + fencedBlocks(readDoc(page)).length, 0);
+  assert.ok(blocks >= 30, `${blocks} blocks checked`);
+});
+
+test('the check bites: an unmarked block, a test that never reads the page, pasted code "not copied"', () => {
+  const files: Record<string, string> = {
+    'test/x.test.ts': "const page = readDoc('docs/x.md'); blockAfter(page, 'test/x.test.ts runs the block below');",
+    'test/y.test.ts': "blockAfter(readDoc('docs/other.md'), 'test/y.test.ts runs the block below');",
+    'test/doc-snippets/a.ts': 'export {};',
+  };
+  const page = [
+    '# X', //                                                                    1
+    '<!-- test/x.test.ts runs the block below -->', //                         2
+    '```sh', //                                                                 3: fine
+    'temporal operator namespace list',
+    '```',
+    '',
+    '```sh', //                                                                 7: unmarked
+    'npm run demo',
+    '```',
+    '<!-- test/y.test.ts runs the block below -->',
+    '```sh', //                                                                11: y never reads docs/x.md
+    'npm run demo',
+    '```',
+    '<!-- not copied: a sample -->',
+    '```ts', //                                                                15: code said not copied
+    'await ledger.close();',
+    '```',
+    '<!-- The block below is test/doc-snippets/a.ts line for line -->',
+    '```ts', //                                                                19: fine
+    'export {};',
+    '```',
+    '- a list item:',
+    '',
+    '  ```ts', //                                                              24: indented, unmarked
+    '  const x = 1;',
+    '  ```',
+    '<!-- not copied: what the kit prints -->',
+    '```', //                                                                  28: fine
+    'email-smtp · natural_key',
+    '```',
+    '<!-- The block below is test/doc-snippets/a.ts line for line -->',
+    '```js', //                                                                32: a .ts file shown as JavaScript
+    'export {};',
+    '```',
+  ].join('\n');
+  const problems = blockProblems('docs/x.md', page, (path) => files[path]);
+  assert.deepEqual(
+    problems.map((problem) => /^docs\/x\.md:(\d+):/.exec(problem)?.[1]),
+    ['7', '11', '15', '24', '32'],
+    problems.join('\n'),
+  );
+  assert.match(problems[0] ?? '', /docs\/x\.md:7: the ```sh block has no comment/);
+  assert.match(problems[1] ?? '', /test\/y\.test\.ts never reads docs\/x\.md/);
+});
