@@ -120,7 +120,10 @@ function skipReason(
  * A revision cell approves the refused payload, then revises it to the sample: both must be payloads of the same
  * operation that the schema accepts, with the same target (a revision may not change it).
  */
-function revisionProblem(contract: DestinationContract, server: ConformanceServer): string | undefined {
+export function revisionProblem(
+  contract: DestinationContract,
+  server: Pick<ConformanceServer, 'sample' | 'refusedPayload'>,
+): string | undefined {
   const refused = server.refusedPayload;
   if (contract.keyScope !== 'revision' || !refused) return undefined;
   const { operation, payload } = server.sample;

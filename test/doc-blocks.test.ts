@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { revisionProblem } from '../conformance/run.js';
+import { refunds, refusedPayload, sample, strictRefunds } from './doc-snippets/refunds.js';
 import { blockProblems, fencedBlocks, projectRoot, readDoc } from './support/doc-blocks.js';
 
 // TODO(doc-blocks merge): pages other engineers are editing while this branch was written; their blocks are
@@ -84,4 +86,18 @@ test('the check bites: an unmarked block, a test that never reads the page, past
   );
   assert.match(problems[0] ?? '', /docs\/x\.md:7: the ```sh block has no comment/);
   assert.match(problems[1] ?? '', /test\/y\.test\.ts never reads docs\/x\.md/);
+});
+
+test("docs/conformance.md's refunds: no refused payload for the strict declaration, one for the other", () => {
+  // test/doc-snippets/refunds.ts, which the page shows, through the check the kit makes of each revision cell.
+  assert.equal(revisionProblem(refunds.contract, { sample, refusedPayload }), undefined);
+  assert.match(
+    revisionProblem(strictRefunds.contract, { sample, refusedPayload }) ?? '',
+    /^the target's refusedPayload is refused at approval \(amount: /,
+  );
+  const overLimit = { ...refusedPayload, amount: 999_999 };
+  assert.equal(
+    revisionProblem(strictRefunds.contract, { sample, refusedPayload: overLimit }),
+    `the target's refusedPayload has the target "refund of 999999 on ch_1", the sample "refund of 100 on ch_1": a revision may not change the target, so the revision cells need a refused payload with the sample's target (docs/conformance.md)`,
+  );
 });
