@@ -127,7 +127,8 @@ const CODE = new Set(['ts', 'typescript', 'js', 'javascript', 'mjs']);
  * comment just above it, one of:
  * - `<!-- The block below is <file> line for line … -->`: <file> exists (test/readme.test.ts compares them);
  *   TypeScript is a .ts file (tsc compiles test/), JavaScript a .mjs or .js one;
- * - `<!-- <test/x.test.ts> <verb> the block below … -->`: that test exists, reads this page (`readDoc('<page>')`)
+ * - `<!-- <test/x.test.ts> <verb> the block below … -->`: that test exists, reads this page (`readDoc('<page>')`,
+ *   or `readDoc(page)` for each page of `readdirSync(join(projectRoot, 'docs'))`)
  *   and finds the block by that comment (its source holds a string that begins the comment: `<test/x.test.ts> <verb>…`);
  * - `<!-- not copied: <why> -->`: output or an illustration (sample output, a log, a diagram), never a
  *   TypeScript, JavaScript or shell block, or anything else a reader would paste.
@@ -156,7 +157,8 @@ export function blockProblems(page: string, markdown: string, source: (path: str
       if (CODE.has(lang))
         problems.push(`${at} is code a reader pastes: make it a file (The block below is <file> line for line)`);
       else if (code === undefined) problems.push(`${at} is said to be run by ${testFile}, which does not exist`);
-      else if (!code.includes(`readDoc('${page}')`)) problems.push(`${at}: ${testFile} never reads ${page}`);
+      else if (!(code.includes(`readDoc('${page}')`) || readsEveryPage(code)))
+        problems.push(`${at}: ${testFile} never reads ${page}`);
       else if (!findsBy(code, testFile, comment))
         problems.push(`${at}: ${testFile} never finds the block by "${said}"`);
     } else if (notCopied !== undefined) {
@@ -170,4 +172,9 @@ export function blockProblems(page: string, markdown: string, source: (path: str
 function findsBy(code: string, testFile: string, comment: string): boolean {
   const quoted = new RegExp(`['"\`](${testFile.replace(/[.]/g, '\\.')} [^'"\`]+)`, 'g');
   return [...code.matchAll(quoted)].some((m) => comment.startsWith(m[1] ?? '\u0000'));
+}
+
+/** Whether a test's source reads each page of docs/ (`readDoc(page)` over `readdirSync(join(projectRoot, 'docs'))`). */
+function readsEveryPage(code: string): boolean {
+  return code.includes("readdirSync(join(projectRoot, 'docs'))") && code.includes('readDoc(page)');
 }
