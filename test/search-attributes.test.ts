@@ -73,4 +73,26 @@ describe('the Effect* search attributes', { timeout: 180_000 }, () => {
     const worker = await startWorkerProcess(inFresh);
     await worker.kill();
   });
+
+  test("docs/deploy.md's fresh-cluster commands create the namespace and each attribute", async () => {
+    // As a team runs them on its cluster, in a namespace of this test's instead of `effects`.
+    const namespace = 'fresh-cluster';
+    const shown = blockAfter(
+      readDoc('docs/deploy.md'),
+      'test/search-attributes.test.ts creates a namespace with the block below',
+    );
+    const commands = shown.replaceAll('--namespace effects', `--namespace ${namespace}`);
+    assert.equal(commands.split(`--namespace ${namespace}`).length, 3, shown);
+    const cli = locateTemporalCli();
+    assert.equal(cli.type, 'existing-path', 'the Temporal CLI');
+    await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', commands], {
+      env: { ...process.env, PATH: `${dirname(cli.path)}:${process.env.PATH}`, TEMPORAL_ADDRESS: stack.env.address },
+      timeout: 60_000,
+    });
+    const { customAttributes } = await stack.env.connection.operatorService.listSearchAttributes({ namespace });
+    for (const name of EFFECT_SEARCH_ATTRIBUTES) assert.ok(customAttributes?.[name], `${namespace} has ${name}`);
+    const described = await stack.env.connection.workflowService.describeNamespace({ namespace });
+    assert.equal(Number(described.config?.workflowExecutionRetentionTtl?.seconds), 30 * 24 * 60 * 60);
+    await startWorkerProcess({ ...stack, namespace }).then((worker) => worker.kill());
+  });
 });
