@@ -1,14 +1,16 @@
 // The commands docs/ gives a reader to type where running them here is a whole run of something long (the demo,
-// the chaos suite, a cluster, the conformance kit, the test suite): each block marked "test/doc-commands.test.ts
+// the chaos suite, a cluster, the conformance kit, the test suite; one that starts nothing runs): each block marked "test/doc-commands.test.ts
 // checks the block below" names, line by line, a command this project has (an npm script, a command of the
 // package, a subcommand of the effect-ledger CLI, a file) with options that command declares, environment
 // variables its code reads, and what a `temporal` line needs (a signal the workflow handles, a payload it
 // accepts, the search attributes it sets). The commands that create things on a server are run instead
 // (test/search-attributes.test.ts, test/nexus.test.ts).
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { DECISION_KINDS, parseDecision } from '../domain/decisions.js';
 import { EFFECT_SEARCH_ATTRIBUTES } from '../workers/search-attribute-check.js';
@@ -178,6 +180,23 @@ test('each command of a block docs/ marks as checked here is one the project has
     }
   }
   assert.ok(checked.length >= 30, checked.join('\n'));
+});
+
+test("docs/chaos-and-audit.md's line showing what seeds draw runs as shown (it starts nothing)", async () => {
+  const block = blockAfter(readDoc('docs/chaos-and-audit.md'), `${MARKER}: the chaos script`);
+  const line = block.split('\n').find((l) => l.includes('--draw')) ?? assert.fail('no --draw line');
+  const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', line], {
+    cwd: projectRoot,
+    timeout: 60_000,
+  });
+  const seeds = stdout.split('\n').filter((l) => l.startsWith('seed '));
+  assert.deepEqual(
+    seeds.map((l) => l.split(':')[0]),
+    ['seed 10', 'seed 11', 'seed 12', 'seed 13', 'seed 14'],
+    stdout,
+  );
+  for (const seed of seeds)
+    for (const step of seed.replace(/^seed \d+: /, '').split('; ')) assert.match(step, /^revision-race\(/, seed);
 });
 
 test("docs/deploy.md's ledger commands: the owner's variable, the migrations' runtime role", () => {
