@@ -30,17 +30,25 @@ test('every fenced block in docs/ is a tested file, run by a test, or says why i
     .map((name) => `docs/${name}`);
   for (const page of PAGES_BEING_EDITED) assert.ok(pages.includes(page), `${page} is still a page`);
   const checked = pages.filter((page) => !PAGES_BEING_EDITED.includes(page));
-  const problems = checked.flatMap((page) => blockProblems(page, readDoc(page), source));
+  const tests = readdirSync(join(projectRoot, 'test'))
+    .filter((name) => name.endsWith('.test.ts'))
+    .map((name) => `test/${name}`);
+  const problems = checked.flatMap((page) => blockProblems(page, readDoc(page), source, tests));
   assert.deepEqual(problems, [], problems.join('\n'));
   const blocks = checked.reduce((n, page) => n + fencedBlocks(readDoc(page)).length, 0);
   assert.ok(blocks >= 30, `${blocks} blocks checked`);
 });
 
-test('the check bites: an unmarked block, a test that never reads the page, pasted code "not copied"', () => {
+test('the check bites: an unmarked block, a test that never reads the page, pasted code "not copied", untested files', () => {
   const files: Record<string, string> = {
-    'test/x.test.ts': "const page = readDoc('docs/x.md'); blockAfter(page, 'test/x.test.ts runs the block below');",
+    'test/x.test.ts':
+      "const page = readDoc('docs/x.md'); blockAfter(page, 'test/x.test.ts runs the block below'); run('d.mjs');",
     'test/y.test.ts': "blockAfter(readDoc('docs/other.md'), 'test/y.test.ts runs the block below');",
     'test/doc-snippets/a.ts': 'export {};',
+    'test/consumer/b.mjs': 'export {};',
+    'elsewhere/c.ts': 'export {};',
+    'test/consumer/d.mjs': 'export {};',
+    'tsconfig.json': JSON.stringify({ include: ['test'] }),
   };
   const page = [
     '# X', //                                                                    1
@@ -77,11 +85,23 @@ test('the check bites: an unmarked block, a test that never reads the page, past
     '```js', //                                                                32: a .ts file shown as JavaScript
     'export {};',
     '```',
+    '<!-- The block below is test/consumer/b.mjs line for line -->',
+    '```js', //                                                                36: a file no test runs
+    'export {};',
+    '```',
+    '<!-- The block below is elsewhere/c.ts line for line -->',
+    '```ts', //                                                                40: a file tsc does not compile
+    'export {};',
+    '```',
+    '<!-- The block below is test/consumer/d.mjs line for line -->',
+    '```js', //                                                                44: fine: test/x.test.ts runs it
+    'export {};',
+    '```',
   ].join('\n');
-  const problems = blockProblems('docs/x.md', page, (path) => files[path]);
+  const problems = blockProblems('docs/x.md', page, (path) => files[path], ['test/x.test.ts', 'test/y.test.ts']);
   assert.deepEqual(
     problems.map((problem) => /^docs\/x\.md:(\d+):/.exec(problem)?.[1]),
-    ['7', '11', '15', '24', '32'],
+    ['7', '11', '15', '24', '32', '36', '40'],
     problems.join('\n'),
   );
   assert.match(problems[0] ?? '', /docs\/x\.md:7: the ```sh block has no comment/);

@@ -126,7 +126,8 @@ const CODE = new Set(['ts', 'typescript', 'js', 'javascript', 'mjs']);
  * What is wrong with the page's blocks, one line each, naming the page and the block's line. Each block has a
  * comment just above it, one of:
  * - `<!-- The block below is <file> line for line … -->`: <file> exists (test/readme.test.ts compares them);
- *   TypeScript is a .ts file (tsc compiles test/), JavaScript a .mjs or .js one;
+ *   TypeScript is a .ts file tsc compiles (under a directory tsconfig.json includes), JavaScript a .mjs or .js
+ *   file a test names (`tests`: the test files; test/package.test.ts runs test/consumer/'s);
  * - `<!-- <test/x.test.ts> <verb> the block below … -->`: that test exists, reads this page (`readDoc('<page>')`,
  *   or `readDoc(page)` for each page of `readdirSync(join(projectRoot, 'docs'))`)
  *   and finds the block by that comment (its source holds a string that begins the comment: `<test/x.test.ts> <verb>…`);
@@ -134,8 +135,14 @@ const CODE = new Set(['ts', 'typescript', 'js', 'javascript', 'mjs']);
  *   TypeScript, JavaScript or shell block, or anything else a reader would paste.
  * `source(path)` reads a file of the project (undefined when there is none).
  */
-export function blockProblems(page: string, markdown: string, source: (path: string) => string | undefined): string[] {
+export function blockProblems(
+  page: string,
+  markdown: string,
+  source: (path: string) => string | undefined,
+  tests: readonly string[] = [],
+): string[] {
   const problems: string[] = [];
+  const compiled = (JSON.parse(source('tsconfig.json') ?? '{}') as { include?: string[] }).include ?? [];
   for (const { line, lang, comment } of fencedBlocks(markdown)) {
     const at = `${page}:${line}: the \`\`\`${lang} block`;
     if (comment === undefined) {
@@ -151,6 +158,10 @@ export function blockProblems(page: string, markdown: string, source: (path: str
       if (source(file) === undefined) problems.push(`${at} is said to be ${file}, which does not exist`);
       else if (CODE.has(lang) && !(lang.startsWith('t') ? /\.ts$/ : /\.(mjs|js)$/).test(file))
         problems.push(`${at} is said to be ${file}, not a ${lang.startsWith('t') ? 'TypeScript' : 'JavaScript'} file`);
+      else if (/\.ts$/.test(file) && !compiled.some((dir) => file.startsWith(`${dir}/`)))
+        problems.push(`${at} is said to be ${file}, which tsc does not compile (tsconfig.json include)`);
+      else if (/\.(mjs|js)$/.test(file) && !tests.some((test) => source(test)?.includes(file.split('/').pop() ?? file)))
+        problems.push(`${at} is said to be ${file}, which no test runs (none of ${tests.length} test files names it)`);
     } else if (test) {
       const [said, testFile] = [test[0], test[1] ?? ''];
       const code = source(testFile);
