@@ -4,7 +4,7 @@
 // readback waits on its destination's own queue (v5), which only a worker hosting the destination polls.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import { assertProviderSaw, liveStatus, objectsFor, resultOf, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
@@ -114,7 +114,7 @@ describe('a destination no polling worker hosts', () => {
         assert.equal(still?.attempt, pending.attempt, 'not taken, so not retried');
         assert.notEqual(
           still?.state,
-          temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+          proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
           'no worker that lacks keyed-api took it',
         );
         const report = await stack.effects.status(effectId);
