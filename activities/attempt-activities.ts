@@ -8,6 +8,7 @@ import { type AttemptBegun, type AttemptIntent, beginAttempt, recordAnswer } fro
 import type { LedgerDb } from '../ledger/db.js';
 import { ledgerRefusal, recordEvidence } from '../ledger/progress.js';
 import { readAttempt, readAttemptAnswer, readEffect, readRelease } from '../ledger/trail.js';
+import { checkedSend, sendErrorOutcome } from './crossing-checks.js';
 import { hostedAdapter, notHostedReason } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import type { AttemptRef } from './effect-activities.js';
@@ -260,14 +261,21 @@ export function createAttemptActivities({
     const outcome = await sendSpan(
       { ...attempt, attempt: attempt.attemptNumber, destination, operation, revision },
       () =>
-        adapter.send({
-          effectId: attempt.effectId,
-          idempotencyKey: attempt.idempotencyKey,
-          operation: release.operation,
-          package: release.package,
-          timeoutMs: callTimeoutMs,
-        }),
-    );
+        adapter
+          .send({
+            effectId: attempt.effectId,
+            idempotencyKey: attempt.idempotencyKey,
+            operation: release.operation,
+            package: release.package,
+            timeoutMs: callTimeoutMs,
+          })
+          // An answer the adapter could not read as declared: the request left, so it is unknown (never a retry).
+          .catch((error: unknown) => {
+            const unreadable = sendErrorOutcome(error);
+            if (!unreadable) throw error;
+            return unreadable;
+          }),
+    ).then(checkedSend);
     // When the request began to leave, after its row: readback's in-flight window counts from there.
     return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began } };
   }

@@ -20,6 +20,7 @@ import {
 } from '../ledger/progress.js';
 import { type InFlightClock, inFlightClock, readEffect, readRelease } from '../ledger/trail.js';
 import { SEND_START_LIMIT_MS } from './attempt-activities.js';
+import { checkedReadback, readbackErrorVerdict } from './crossing-checks.js';
 import { requireHosted } from './destination-hosting.js';
 import { ProviderRateLimitedError } from './destinations/http-read.js';
 import type { Destinations } from './destinations/registry.js';
@@ -174,9 +175,14 @@ export function createReconciliationActivities({
           onPage: () => context.heartbeat(),
           beforeRequest: turns.beforeRequest,
         }),
-      ).catch((error: unknown) => {
-        throw rateLimitedRetry(error) ?? error;
-      });
+      )
+        .then(checkedReadback)
+        .catch((error: unknown) => {
+          // An answer the adapter cannot read as declared is read the same way next time: no retry, a verdict.
+          const unreadable = readbackErrorVerdict(error);
+          if (unreadable) return unreadable;
+          throw rateLimitedRetry(error) ?? error;
+        });
       const result = withheldWhileInFlight(read, target, adapter, clock);
       markActivity(verdictAttributes(result));
       // Cancelled or past its deadline (the workflow has moved on): a zombie never writes evidence.

@@ -57,6 +57,8 @@ export interface ResponseDetail {
   errorCode?: string;
   /** Set by the send activity: how long after asking for the attempt row the request began to leave (ms). */
   sendBeganAfterMs?: number;
+  /** The field of an answer that could not be read as declared (`object.createdAt`): the answer is unknown. */
+  unreadable?: string;
 }
 
 /**
@@ -185,6 +187,8 @@ export interface ReadbackDetail {
   inFlightUntil?: string;
   /** The destination itself reports a request with our key still being processed (no end it can name). */
   stillProcessing?: boolean;
+  /** The field of an answer that could not be read as declared: inconclusive, a person decides. */
+  unreadable?: string;
 }
 
 /** An object a human names as the result, as the destination shows it. */

@@ -40,11 +40,38 @@ export type DestinationCatalog = Readonly<Record<string, DestinationContract>>;
 /** A destination defined wrongly: what is wrong, by field. Nothing is registered. */
 export class DestinationDefinitionError extends Error {
   override readonly name = 'DestinationDefinitionError';
+  /** The field of the declaration each issue names, as the user wrote it (`idempotencyKey.retentionSeconds`). */
+  readonly fields: readonly string[];
   constructor(
     readonly destination: string,
     readonly issues: readonly string[],
   ) {
     super(`destination ${destination} is defined wrongly: ${issues.join('; ')}`);
+    this.fields = issues.map((issue) => issue.split(':')[0] ?? issue);
+  }
+  /** The first field named (most refusals name one). */
+  get field(): string {
+    return this.fields[0] ?? '';
+  }
+}
+
+/**
+ * A provider's answer that cannot be read as the declaration says (a creation time in another format, an object
+ * without its ID): which field, what it held. Never retried as if it were a network error: the same answer would be
+ * read the same way. The send records it as unknown (readback settles it); a readback says it, inconclusive, and a
+ * person decides with the object's ID in front of them; nothing unreadable reaches the ledger.
+ */
+export class DestinationResponseError extends Error {
+  override readonly name = 'DestinationResponseError';
+  constructor(
+    readonly destination: string,
+    /** The declaration's field, as the user wrote it: `object.createdAt`, `object.id`. */
+    readonly field: string,
+    message: string,
+    /** The object the answer was about, when its ID could be read. */
+    readonly objectId?: string,
+  ) {
+    super(`${destination}: ${field}: ${message}`);
   }
 }
 

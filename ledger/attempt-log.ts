@@ -6,7 +6,7 @@ import type { ReleasedPackage } from '../domain/destination-contract.js';
 import type { OutcomeClass } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
-import type { AttemptInput } from './progress.js';
+import { type AttemptInput, factTimeOrRefuse } from './progress.js';
 import { oneOf } from './sql-words.js';
 
 const terminal = oneOf(TERMINAL_STAGES);
@@ -153,7 +153,7 @@ export async function recordAnswer(db: LedgerDb, answer: AttemptAnswer): Promise
     ), fact AS (
       INSERT INTO facts (effect_id, step, destination, external_id, external_url, occurred_at, confirmed_by, evidence_id)
       SELECT ${effectId}, ${step}, ${destination}, ${fact?.externalId ?? null}, ${fact?.externalUrl ?? null},
-             ${fact?.occurredAt ?? null}::timestamptz, 'provider_response', evidence_id
+             ${fact ? factTimeOrRefuse(fact.occurredAt) : null}::timestamptz, 'provider_response', evidence_id
       FROM evidence WHERE ${fact !== undefined}
       RETURNING effect_id
     )

@@ -147,6 +147,11 @@ describe('defining a destination', () => {
       [{ statuses: { 500: { class: 'not_sent', reason: ' ' } } }, /^statuses\.500\.reason:/],
       [{ statuses: { 500: { class: 'confirmed' as never, reason: 'x' } } }, /^statuses\.500\.class:/],
       [{ reference: 'metadata..ref' }, /^reference:/],
+      [
+        { object: { ...spec.object, createdAt: { path: 'created', format: 'unix' as never } } },
+        /^object\.createdAt\.format:/,
+      ],
+      [{ object: { ...spec.object, createdAt: 'created..at' } }, /^object\.createdAt:/],
     ];
     for (const [change, expected] of planted) {
       const issues = refusal(() => httpContract({ ...spec, ...change }));

@@ -6,10 +6,12 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { httpAdapter, valueAt } from '../activities/destinations/http-destination.js';
+import { checkedSend, readbackErrorVerdict, sendErrorOutcome } from '../activities/crossing-checks.js';
+import { type HttpDestinationSpec, httpAdapter, valueAt } from '../activities/destinations/http-destination.js';
 import { bodySha256Of } from '../activities/destinations/index.js';
 import { keyedApi, keyedApiSpec } from '../activities/destinations/keyed-api.js';
 import { socialFeed } from '../activities/destinations/social-feed.js';
+import { DestinationResponseError } from '../domain/destination.js';
 import type { DestinationAdapter, ReadbackRequest } from '../domain/destination-contract.js';
 import { postRequest } from '../harness/sample-requests.js';
 import { type SimulatorProcess, startSimulator } from '../harness/simulator/client.js';
@@ -168,5 +170,82 @@ describe('the declarative HTTP destination against the simulator', () => {
     assert.ok(requests >= 2, 'the readback read two pages');
     assert.equal(read.outcome, 'inconclusive', JSON.stringify(read));
     assert.equal(read.coverage, 'partial');
+  });
+
+  test("creation times in the declared format: ISO, unix seconds (Stripe's created), unix ms — each read as the time the API made the object", async () => {
+    const formats: Array<[string, HttpDestinationSpec['object']['createdAt']]> = [
+      ['iso (a plain path)', 'created_at'],
+      ['iso', { path: 'created_at', format: 'iso' }],
+      ['epoch-seconds', { path: 'created', format: 'epoch-seconds' }],
+      ['epoch-ms', { path: 'created_ms', format: 'epoch-ms' }],
+    ];
+    for (const [i, [format, createdAt]] of formats.entries()) {
+      const adapter = httpAdapter(
+        { ...keyedApiSpec, plans: {}, object: { ...keyedApiSpec.object, createdAt } },
+        { baseUrl: simulator.url },
+      );
+      const ours = sendable(adapter, `task:T-${i}`, { title: `Timed ${format}`, request: `t-${i}` });
+      const sent = await adapter.send(ours.send);
+      assert.equal(sent.class, 'confirmed', `${format}: ${JSON.stringify(sent)}`);
+      const made = (await simulator.objects()).find((o) => o.id === (sent.class === 'confirmed' && sent.externalId));
+      const madeAt = Date.parse(String(made?.created_at));
+      // Unix seconds lose the milliseconds; every format names the same second.
+      const near = (iso: string) => Math.abs(Date.parse(iso) - madeAt) < 1000 && /^\d{4}-\d{2}-\d{2}T/.test(iso);
+      assert.ok(sent.class === 'confirmed' && near(sent.occurredAt), `${format}: send ${JSON.stringify(sent)}`);
+      const read = await adapter.readBack(ours.readback);
+      assert.ok(read.outcome === 'found' && near(read.occurredAt), `${format}: readback ${JSON.stringify(read)}`);
+      const seen = await adapter.lookup(sent.class === 'confirmed' ? sent.externalId : '', ours.readback);
+      assert.ok(seen.exists && near(seen.occurredAt), `${format}: lookup ${JSON.stringify(seen)}`);
+    }
+  });
+
+  test('unix seconds declared as a plain path (ISO): a typed error naming object.createdAt, which crosses into the ledger as unknown, then inconclusive — never a retry', async () => {
+    const misread = httpAdapter(
+      { ...keyedApiSpec, plans: {}, object: { ...keyedApiSpec.object, createdAt: 'created' } },
+      { baseUrl: simulator.url },
+    );
+    const ours = sendable(misread, 'task:T-9', { title: 'Stripe-shaped', request: 't-9' });
+    const thrown = await misread.send(ours.send).then(
+      () => assert.fail('the send read "1733…" as a time'),
+      (error: unknown) => error,
+    );
+    assert.ok(thrown instanceof DestinationResponseError, String(thrown));
+    assert.equal(thrown.field, 'object.createdAt');
+    assert.match(thrown.message, /created: \d+ is not ISO 8601 text/);
+    // The object was made once: the send's answer crosses as unknown, the readback's as inconclusive naming the field.
+    assert.equal((await simulator.objects()).length, 1);
+    const sent = sendErrorOutcome(thrown);
+    assert.equal(sent?.class, 'unknown');
+    assert.equal(sent?.detail.unreadable, 'object.createdAt');
+    const read = await misread.readBack(ours.readback).then(
+      () => assert.fail('the readback read "1733…" as a time'),
+      (error: unknown) => readbackErrorVerdict(error),
+    );
+    assert.equal(read?.outcome, 'inconclusive');
+    assert.equal(read?.detail.unreadable, 'object.createdAt');
+    assert.match(read?.detail.reason ?? '', /obj_/);
+    // Seconds declared as milliseconds read as January 1970: refused the same way, not recorded as a fact's time.
+    const asMs = httpAdapter(
+      {
+        ...keyedApiSpec,
+        plans: {},
+        object: { ...keyedApiSpec.object, createdAt: { path: 'created', format: 'epoch-ms' } },
+      },
+      { baseUrl: simulator.url },
+    );
+    await assert.rejects(
+      asMs.readBack(ours.readback),
+      (error: unknown) => error instanceof DestinationResponseError && /1970-01-/.test(error.message),
+    );
+    // A hand-written adapter's confirmed answer with unix seconds as text never reaches the ledger either.
+    const checked = checkedSend({
+      class: 'confirmed',
+      httpStatus: 200,
+      externalId: 'obj_1',
+      occurredAt: '1733400000',
+      detail: { reason: 'created' },
+    });
+    assert.equal(checked.class, 'unknown');
+    assert.equal(checked.detail.unreadable, 'occurredAt');
   });
 });

@@ -9,6 +9,7 @@ import {
   type Destination,
   type DestinationContext,
   DestinationDefinitionError,
+  DestinationResponseError,
   defineContract,
   defineDestination,
 } from '../../domain/destination.js';
@@ -27,6 +28,9 @@ import { cutText } from '../../domain/storable.js';
 import { foreignBodyVerdict } from './exact-match.js';
 import { bearer, classifyErrorStatus, isOutcome, retryAfterMs, sendJson } from './http-outcome.js';
 import { getJson, objectIdFromUrl, ProviderReadError } from './http-read.js';
+import { type CreatedAtDeclaration, createdAtOf, readTime, TIME_FORMATS } from './http-time.js';
+
+export type { CreatedAtDeclaration, TimeFormat } from './http-time.js';
 
 /** One operation that leaves as one request. Evaluated at approval (the release holds the body), sent by the worker. */
 export interface HttpOperation {
@@ -124,9 +128,13 @@ export interface HttpDestinationSpec {
     path: string;
     /** What the API calls its objects, for the reasons an operator reads (default `object`: "no matching payment"). */
     noun?: string;
-    /** Dot paths of its ID (default `id`) and its creation time (default `created_at`). */
+    /** Dot path of its ID (default `id`). */
     id?: string;
-    createdAt?: string;
+    /**
+     * Its creation time (default `created_at`, ISO text): a dot path of ISO 8601 text, or the path with the format
+     * the API writes it in — Stripe's `{ path: 'created', format: 'epoch-seconds' }`, or `epoch-ms`.
+     */
+    createdAt?: CreatedAtDeclaration;
     /**
      * The released body's sha256 as the object shows it: a field the API keeps, or a function computing it from
      * the object's fields (`bodySha256Of(…)`). What makes a readback match the exact package, not a look-alike.
@@ -201,6 +209,7 @@ function textAt(value: unknown, path: string): string | undefined {
 function specIssues(spec: HttpDestinationSpec): string[] {
   const issues: string[] = [];
   const pathish = /^\/[^\s]*$/;
+  const dotPath = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
   if (typeof spec.baseUrl !== 'string' && typeof spec.baseUrl !== 'function')
     issues.push('baseUrl: a URL, or a function of the worker environment');
   if (typeof spec.reference !== 'string' || !/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(spec.reference))
@@ -238,6 +247,17 @@ function specIssues(spec: HttpDestinationSpec): string[] {
     if (typeof override?.reason !== 'string' || !override.reason.trim())
       issues.push(`statuses.${status}.reason: where the provider documents it (a status is unknown otherwise)`);
   }
+  const created = spec.object?.createdAt;
+  if (
+    created !== undefined &&
+    !(typeof created === 'string' && dotPath.test(created)) &&
+    !(isRecord(created) && typeof created.path === 'string' && dotPath.test(created.path))
+  )
+    issues.push(
+      "object.createdAt: a dot path (ISO text), or { path, format } — e.g. { path: 'created', format: 'epoch-seconds' }",
+    );
+  else if (isRecord(created) && !TIME_FORMATS.includes(created.format as never))
+    issues.push(`object.createdAt.format: one of ${TIME_FORMATS.join(', ')} (how the API writes the time)`);
   const key = spec.idempotencyKey;
   if (key && (typeof key.header !== 'string' || !/^[A-Za-z0-9-]+$/.test(key.header)))
     issues.push('idempotencyKey.header: a header name, e.g. Idempotency-Key');
@@ -312,7 +332,8 @@ export function httpAdapter(
   const noun = spec.object.noun ?? 'object';
   const aNoun = `${/^[aeiou]/i.test(noun) ? 'an' : 'a'} ${noun}`;
   const idField = spec.object.id ?? 'id';
-  const createdField = spec.object.createdAt ?? 'created_at';
+  const created = createdAtOf(spec.object.createdAt);
+  const createdField = created.path;
   const objectPrefix = spec.object.path.slice(0, -'{id}'.length);
   const objectUrl = (id: string) => `${baseUrl}${objectPrefix}${encodeURIComponent(id)}`;
   const bodyHashOf = (object: Record<string, unknown>) =>
@@ -323,7 +344,23 @@ export function httpAdapter(
     isRecord(object) && valueAt(object, spec.reference) === request.effectId;
   const isExact = (object: unknown, request: ReadbackRequest) =>
     isOurs(object, request) && bodyHashOf(object as Record<string, unknown>) === request.bodySha256;
-  const createdAt = (object: unknown) => textAt(object, createdField) ?? '';
+  /**
+   * The object's creation time as ISO text; '' when it shows none (the fact's time is then when we saw it). A time it
+   * shows that cannot be read as declared is a typed error naming the field: never handed on to the ledger.
+   */
+  const createdAt = (object: unknown): string => {
+    const value = valueAt(object, createdField);
+    if (value === undefined || value === null) return '';
+    const read = readTime(value, created.format);
+    if (read.ok) return read.iso;
+    const id = textAt(object, idField);
+    throw new DestinationResponseError(
+      spec.name,
+      'object.createdAt',
+      `the ${noun}${id ? ` ${id}` : ''}'s ${createdField}: ${read.why}`,
+      id,
+    );
+  };
   const itemsOf = (body: unknown, field: string, url: string): unknown[] => {
     const items = valueAt(body, field);
     if (!Array.isArray(items)) throw new ProviderReadError(`GET ${url}: the answer has no list at ${field}`);
@@ -524,7 +561,7 @@ export function httpAdapter(
           httpStatus: status,
           externalId: id,
           externalUrl: objectUrl(id),
-          occurredAt: textAt(body, createdField) ?? new Date().toISOString(),
+          occurredAt: createdAt(body) || new Date().toISOString(),
           detail: { reason: replayed ? 'created (stored response replayed for our key)' : 'created', body, replayed },
         };
       }
@@ -564,11 +601,19 @@ export function httpAdapter(
       const answer = await getJson<unknown>(objectUrl(externalId), request, auth);
       if (answer.status === 404) return { exists: false };
       const id = textAt(answer.body, idField) ?? '';
+      // A person names the object: a time it shows that cannot be read does not stop them, the fact's time is then
+      // when it was checked (a readback says why it could not conclude).
+      let occurredAt = '';
+      try {
+        occurredAt = createdAt(answer.body);
+      } catch (error) {
+        if (!(error instanceof DestinationResponseError)) throw error;
+      }
       return {
         exists: true,
         externalId: id,
         externalUrl: objectUrl(id),
-        occurredAt: createdAt(answer.body) || new Date().toISOString(),
+        occurredAt: occurredAt || new Date().toISOString(),
         matchesRelease: isExact(answer.body, request),
       };
     },

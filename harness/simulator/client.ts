@@ -6,13 +6,23 @@ import type { LoggedRequest, RequestFilter } from './request-log.js';
 import { spawnSimulator } from './spawn.js';
 import type { TrafficReport } from './traffic.js';
 
+/** An object at the keyed API, as its control reads show it. */
+export interface SimulatorObject {
+  id: string;
+  metadata: Record<string, string>;
+  request: Record<string, unknown>;
+  body_sha256: string;
+  /** Its creation time: ISO text, unix seconds (Stripe's shape), unix ms. */
+  created_at: string;
+  created: number;
+  created_ms: number;
+}
+
 export interface SimulatorProcess {
   url: string;
   child: ChildProcess;
   /** Every object at the keyed API (newest first). */
-  objects(): Promise<
-    Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown>; body_sha256: string }>
-  >;
+  objects(): Promise<SimulatorObject[]>;
   /** Every post on the key-less social feed, past what its public listing shows (the control API's view). */
   socialPosts(): Promise<Array<{ id: string; text?: string; metadata?: Record<string, string> }>>;
   /** Others post `count` times on the social feed, in one control call: older posts drop out of its newest-100 listing. */
@@ -56,12 +66,7 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
     child,
     stop,
     async objects() {
-      const all: Array<{
-        id: string;
-        metadata: Record<string, string>;
-        request: Record<string, unknown>;
-        body_sha256: string;
-      }> = [];
+      const all: SimulatorObject[] = [];
       let after: string | undefined;
       for (;;) {
         const page = await json<{ data: typeof all; has_more: boolean }>(

@@ -210,8 +210,10 @@ class ProviderWorld {
     const object = this.objects.add({
       id: randomId('obj_'),
       object: 'object',
+      // Its creation time three ways, as APIs write it: unix seconds (Stripe's `created`), ISO text, unix ms.
       created: Math.floor(now.getTime() / 1000),
       created_at: now.toISOString(),
+      created_ms: now.getTime(),
       idempotency_key: key,
       metadata: body.metadata ?? {},
       body_sha256: sha256,
