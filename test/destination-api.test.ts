@@ -144,7 +144,30 @@ describe('defining a destination', () => {
         /must hold \{reference\}/,
       ],
       [{ statuses: { 200: { class: 'unknown', reason: 'never' } } }, /^statuses\.200: a non-2xx/],
-      [{ statuses: { 500: { class: 'not_sent', reason: ' ' } } }, /^statuses\.500\.reason:/],
+      [{ statuses: { 429: { class: 'not_sent', reason: ' ' } } }, /^statuses\.429\.reason:/],
+      // "Not sent" only for a 4xx promise of "not processed", and only where a key dedupes the resend (issue 26).
+      [
+        {
+          idempotencyKey: undefined,
+          readback: [spec.readback[1]!],
+          statuses: { 503: { class: 'not_sent', reason: 'doc' } },
+        },
+        /^statuses\.503\.class: not_sent needs an idempotencyKey/,
+      ],
+      [
+        {
+          idempotencyKey: undefined,
+          readback: [spec.readback[1]!],
+          statuses: { 429: { class: 'not_sent', reason: 'doc' } },
+        },
+        /^statuses\.429\.class: not_sent needs an idempotencyKey/,
+      ],
+      [{ statuses: { 503: { class: 'not_sent', reason: 'doc' } } }, /^statuses\.503\.class: not_sent only for a 4xx/],
+      [{ statuses: { 307: { class: 'not_sent', reason: 'doc' } } }, /^statuses\.307\.class: not_sent only for a 4xx/],
+      [{ statuses: { 409: { class: 'not_sent', reason: 'doc' } } }, /^statuses\.409\.class: not_sent only for a 4xx/],
+      [{ statuses: { 409: { class: 'rejected', reason: 'doc' } } }, /^statuses\.409\.class: rejected only for/],
+      [{ statuses: { 302: { class: 'rejected', reason: 'doc' } } }, /^statuses\.302\.class: rejected only for/],
+      [{ statuses: { 500: { class: 'rejected', reason: 'doc' } } }, /^statuses\.500\.class: rejected only for/],
       [{ statuses: { 500: { class: 'confirmed' as never, reason: 'x' } } }, /^statuses\.500\.class:/],
       [{ reference: 'metadata..ref' }, /^reference:/],
       [
@@ -158,6 +181,15 @@ describe('defining a destination', () => {
       assert.equal(issues.length, 1, `${JSON.stringify(Object.keys(change))}: ${issues.join(' | ')}`);
       assert.match(issues[0] ?? '', expected);
     }
+    // What may stand: a keyed 429-like "not processed", a definitive 4xx refused, anything as unknown.
+    httpContract({
+      ...spec,
+      statuses: {
+        423: { class: 'not_sent', reason: 'documented: locked, not processed' },
+        402: { class: 'rejected', reason: 'documented: card declined' },
+        503: { class: 'unknown', reason: 'may follow a write' },
+      },
+    });
     // A body that does not carry the reference where readback looks is refused at approval, not sent.
     const unstamped = httpContract({
       ...spec,

@@ -139,6 +139,23 @@ describe('the declarative HTTP destination against the simulator', () => {
     }
   });
 
+  test('Retry-After: 0 buys no resend at once: a keyed 429 is not sent, to go again after at least a second', async () => {
+    const busy = createServer((req, res) => {
+      req.resume();
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0' }).end('{"error":"slow down"}');
+    });
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = busy.address() as AddressInfo;
+      const limited = keyedApi(`http://127.0.0.1:${port}`);
+      const sent = await limited.send(sendable(limited, 'task:H-8', { title: 'Busy', request: 'h-8' }).send);
+      assert.equal(sent.class, 'not_sent', JSON.stringify(sent));
+      assert.equal(sent.class === 'not_sent' && sent.retryAfterMs, 1000);
+    } finally {
+      busy.close();
+    }
+  });
+
   test('a capped listing that shifts between its pages is never read as complete: a post pushed out meanwhile is not "absent"', async () => {
     const feed = socialFeed(simulator.url);
     const reference = 'post:H-7';

@@ -244,6 +244,22 @@ function specIssues(spec: HttpDestinationSpec): string[] {
       issues.push(`statuses.${status}: a non-2xx HTTP status (2xx answers are parsed, never overridden)`);
     if (!['not_sent', 'rejected', 'unknown'].includes(override?.class))
       issues.push(`statuses.${status}.class: not_sent, rejected or unknown`);
+    // "Not sent" resends the same request: safe only where the provider promises it did not process it (a 4xx
+    // such as 429; a 3xx or 5xx may come after it was applied, from the API or a proxy in front of it) AND a key
+    // still dedupes the resend should the promise be wrong.
+    else if (override.class === 'not_sent' && (!spec.idempotencyKey || code < 400 || code > 499 || code === 409))
+      issues.push(
+        `statuses.${status}.class: not_sent ${
+          !spec.idempotencyKey
+            ? 'needs an idempotencyKey that dedupes the resend (this declaration has no key): declare unknown'
+            : `only for a 4xx the provider documents as not processed, like 429 (a ${code} may follow a request that was applied or is in flight): declare unknown`
+        }`,
+      );
+    // "Rejected" ends the effect (a revision may make a new request): never where our request may be applied.
+    else if (override.class === 'rejected' && (code < 400 || code > 499 || code === 409))
+      issues.push(
+        `statuses.${status}.class: rejected only for a definitive 4xx refusal; a ${code} may follow a request that was applied or is still in flight (a revision would then make a second object): declare unknown`,
+      );
     if (typeof override?.reason !== 'string' || !override.reason.trim())
       issues.push(`statuses.${status}.reason: where the provider documents it (a status is unknown otherwise)`);
   }
@@ -565,7 +581,7 @@ export function httpAdapter(
           detail: { reason: replayed ? 'created (stored response replayed for our key)' : 'created', body, replayed },
         };
       }
-      const override = spec.statuses?.[status];
+      const override = Object.hasOwn(spec.statuses ?? {}, status) ? spec.statuses?.[status] : undefined;
       if (override) {
         const detail = { reason: `HTTP ${status}: ${override.reason}`, body };
         if (override.class === 'not_sent')
@@ -577,7 +593,9 @@ export function httpAdapter(
           };
         return { class: override.class, httpStatus: status, detail };
       }
-      return classifyErrorStatus(status, body, answered.get('retry-after'));
+      return classifyErrorStatus(status, body, answered.get('retry-after'), {
+        keyed: spec.idempotencyKey !== undefined,
+      });
     },
 
     async readBack(request): Promise<ReadbackResult> {
