@@ -135,6 +135,17 @@ export interface DestinationContract {
 /** Readbacks a second for a destination whose contract declares no rate of its own. */
 export const DEFAULT_READBACK_RATE_PER_SECOND = 10;
 
+/**
+ * The slowest readback rate the pacing can serve: a readback's further request waits at most 10 s for its turn
+ * (ledger/readback-pace.ts FURTHER_REQUEST_HORIZON_MS), and a turn is 1.05 intervals long, so below 1.05/10 a
+ * request never gets one and the readback retries for good.
+ */
+export const MIN_READBACK_RATE_PER_SECOND = 0.105;
+/** A turn's length in intervals of the declared rate (the pacing's margin). */
+export const READBACK_TURN_FACTOR = 1.05;
+/** How long one readback may run (the look activity's start-to-close): all its paced requests must fit. */
+export const READBACK_RUN_MS = 120_000;
+
 /** The task queue a destination's readbacks run on, beside the effects' own `taskQueue`. */
 export function readbackTaskQueue(taskQueue: string, destination: string): string {
   return `${taskQueue}-readback-${destination}`;

@@ -8,7 +8,12 @@
 //       connect: ({ env, credential }) => (env.PAYMENTS_URL ? paymentsAdapter(env.PAYMENTS_URL, credential) : undefined),
 //     }),
 //   ];
-import { DEDUPE_MECHANISMS, type DestinationAdapter, type DestinationContract } from './destination-contract.js';
+import {
+  DEDUPE_MECHANISMS,
+  type DestinationAdapter,
+  type DestinationContract,
+  MIN_READBACK_RATE_PER_SECOND,
+} from './destination-contract.js';
 import { KEY_SCOPES } from './idempotency-key.js';
 
 /** What a worker gives a destination to connect with. */
@@ -115,9 +120,15 @@ export function contractIssues(contract: unknown): string[] {
   if (!isWhole(c.readbackMaxIntervalMs, 1)) issues.push('readbackMaxIntervalMs: whole milliseconds (≥ 1)');
   if (
     c.readbackRatePerSecond !== undefined &&
-    !(typeof c.readbackRatePerSecond === 'number' && c.readbackRatePerSecond > 0 && c.readbackRatePerSecond <= 10_000)
+    !(
+      typeof c.readbackRatePerSecond === 'number' &&
+      c.readbackRatePerSecond >= MIN_READBACK_RATE_PER_SECOND &&
+      c.readbackRatePerSecond <= 10_000
+    )
   )
-    issues.push('readbackRatePerSecond: readbacks a second, above 0 and at most 10000 (or leave it out)');
+    issues.push(
+      `readbackRatePerSecond: readback requests a second, at least ${MIN_READBACK_RATE_PER_SECOND} (a readback's next request waits at most 10 s for its turn: a slower rate never gets one, and the readback retries for good) and at most 10000 (or leave it out)`,
+    );
   if (typeof c.retryAfterProvenAbsence !== 'boolean') issues.push('retryAfterProvenAbsence: true or false');
   if (!isObject(c.operations) || Object.keys(c.operations).length === 0)
     issues.push('operations: at least one operation, each a payload schema (a zod schema is one)');

@@ -145,6 +145,17 @@ describe('defining a destination', () => {
       ],
       [{ statuses: { 200: { class: 'unknown', reason: 'never' } } }, /^statuses\.200: a non-2xx/],
       [{ statuses: { 429: { class: 'not_sent', reason: ' ' } } }, /^statuses\.429\.reason:/],
+      // Named as the user wrote it, not as the contract calls it (keyRetentionSeconds).
+      [
+        { idempotencyKey: { ...spec.idempotencyKey!, retentionSeconds: 0 } },
+        /^idempotencyKey\.retentionSeconds: how long the provider remembers a key/,
+      ],
+      // Pacing the readbacks cannot serve: a rate whose turns never come, or pages that cannot fit in a readback.
+      [{ readbackRatePerSecond: 0.1 }, /^readbackRatePerSecond: .*at least 0\.105/],
+      [
+        { readbackRatePerSecond: 0.5, readback: [spec.readback[0]!, { ...spec.readback[1]!, maxPages: 100 } as never] },
+        /^readbackRatePerSecond: a readback makes up to 102 requests .* 214 s/,
+      ],
       // "Not sent" only for a 4xx promise of "not processed", and only where a key dedupes the resend (issue 26).
       [
         {
@@ -176,6 +187,20 @@ describe('defining a destination', () => {
       ],
       [{ object: { ...spec.object, createdAt: 'created..at' } }, /^object\.createdAt:/],
     ];
+    const named = (() => {
+      try {
+        httpContract({ ...spec, idempotencyKey: { ...spec.idempotencyKey!, retentionSeconds: 0 } });
+      } catch (error) {
+        return error;
+      }
+    })();
+    assert.ok(named instanceof DestinationDefinitionError);
+    assert.equal(named.field, 'idempotencyKey.retentionSeconds');
+    // A hand-written contract below the pacing's floor is refused too.
+    assert.deepEqual(
+      refusal(() => defineContract({ ...sound, readbackRatePerSecond: 0.05 })).map((i) => i.split(':')[0]),
+      ['readbackRatePerSecond'],
+    );
     for (const [change, expected] of planted) {
       const issues = refusal(() => httpContract({ ...spec, ...change }));
       assert.equal(issues.length, 1, `${JSON.stringify(Object.keys(change))}: ${issues.join(' | ')}`);

@@ -13,15 +13,19 @@ import {
   defineContract,
   defineDestination,
 } from '../../domain/destination.js';
-import type {
-  DestinationAdapter,
-  DestinationContract,
-  LookupResult,
-  PayloadSchema,
-  ReadbackRequest,
-  ReadbackResult,
-  SendOutcome,
-  StepPlan,
+import {
+  DEFAULT_READBACK_RATE_PER_SECOND,
+  type DestinationAdapter,
+  type DestinationContract,
+  type LookupResult,
+  MIN_READBACK_RATE_PER_SECOND,
+  type PayloadSchema,
+  READBACK_RUN_MS,
+  READBACK_TURN_FACTOR,
+  type ReadbackRequest,
+  type ReadbackResult,
+  type SendOutcome,
+  type StepPlan,
 } from '../../domain/destination-contract.js';
 import type { KeyScope } from '../../domain/idempotency-key.js';
 import { cutText } from '../../domain/storable.js';
@@ -275,6 +279,29 @@ function specIssues(spec: HttpDestinationSpec): string[] {
   else if (isRecord(created) && !TIME_FORMATS.includes(created.format as never))
     issues.push(`object.createdAt.format: one of ${TIME_FORMATS.join(', ')} (how the API writes the time)`);
   const key = spec.idempotencyKey;
+  // Named as the user wrote it (the contract's own check would say keyRetentionSeconds).
+  if (key && !(Number.isSafeInteger(key.retentionSeconds) && key.retentionSeconds >= 1))
+    issues.push('idempotencyKey.retentionSeconds: how long the provider remembers a key, in whole seconds (≥ 1)');
+  // Every request of a readback takes its turn at the declared rate, within the readback's run: one that cannot fit
+  // them is retried for good, and a decision waiting behind it is never answered.
+  const rate = spec.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND;
+  const requests = (spec.readback ?? []).reduce(
+    (sum, read) =>
+      sum +
+      (read?.by === 'key'
+        ? 2
+        : read?.by === 'reference'
+          ? (read.maxPages ?? DEFAULT_REFERENCE_PAGES)
+          : read?.by === 'listing' && Number.isSafeInteger(read.maxPages)
+            ? read.maxPages + 1
+            : 0),
+    0,
+  );
+  const needsMs = (requests * READBACK_TURN_FACTOR * 1000) / rate;
+  if (typeof rate === 'number' && rate >= MIN_READBACK_RATE_PER_SECOND && needsMs > READBACK_RUN_MS)
+    issues.push(
+      `readbackRatePerSecond: a readback makes up to ${requests} requests (readback's pages and lookups), which take ${Math.round(needsMs / 1000)} s of turns at ${rate} a second — more than the ${READBACK_RUN_MS / 1000} s a readback runs: raise the rate or lower maxPages`,
+    );
   if (key && (typeof key.header !== 'string' || !/^[A-Za-z0-9-]+$/.test(key.header)))
     issues.push('idempotencyKey.header: a header name, e.g. Idempotency-Key');
   return issues;
