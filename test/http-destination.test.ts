@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { checkedSend, readbackErrorVerdict, sendErrorOutcome } from '../activities/crossing-checks.js';
+import { checkedReadback, checkedSend, readbackErrorVerdict, sendErrorOutcome } from '../activities/crossing-checks.js';
 import { type HttpDestinationSpec, httpAdapter, valueAt } from '../activities/destinations/http-destination.js';
 import { bodySha256Of } from '../activities/destinations/index.js';
 import { keyedApi, keyedApiSpec } from '../activities/destinations/keyed-api.js';
@@ -137,6 +137,45 @@ describe('the declarative HTTP destination against the simulator', () => {
     } finally {
       redirecting.close();
     }
+  });
+
+  test('a matched object with no ID at object.id is not "found": a typed error naming object.id, and nothing with an empty ID crosses into the ledger', async () => {
+    const { idempotencyKey: _, plans: __, ...keyless } = keyedApiSpec;
+    const idless = httpAdapter(
+      { ...keyless, object: { ...keyedApiSpec.object, id: 'provider_id' }, readback: [keyedApiSpec.readback[1]!] },
+      { baseUrl: simulator.url },
+    );
+    const ours = sendable(idless, 'task:I-1', { title: 'No ID', request: 'i-1' });
+    const sent = await idless.send(ours.send);
+    // Made, but its answer names no ID: unknown, never confirmed with ''.
+    assert.equal(sent.class, 'unknown', JSON.stringify(sent));
+    assert.equal((await simulator.objects()).length, 1);
+    const thrown = await idless.readBack(ours.readback).then(
+      (read) => assert.fail(`read back as ${JSON.stringify(read)}`),
+      (error: unknown) => error,
+    );
+    assert.ok(thrown instanceof DestinationResponseError, String(thrown));
+    assert.equal(thrown.field, 'object.id');
+    const verdict = readbackErrorVerdict(thrown);
+    assert.equal(verdict?.outcome, 'inconclusive');
+    assert.equal(verdict?.detail.unreadable, 'object.id');
+    // A hand-written adapter's "found" without an ID, or "absent" over partial coverage, crosses as inconclusive.
+    const found = checkedReadback({
+      outcome: 'found',
+      coverage: 'complete',
+      externalId: '',
+      occurredAt: new Date().toISOString(),
+      detail: { method: 'by-hand', reason: 'matched' },
+    });
+    assert.equal(found.outcome, 'inconclusive');
+    assert.equal(found.detail.unreadable, 'externalId');
+    const partial = checkedReadback({
+      outcome: 'absent',
+      coverage: 'partial' as 'complete',
+      detail: { method: 'by-hand', reason: 'first page only' },
+    });
+    assert.equal(partial.outcome, 'inconclusive');
+    assert.equal(partial.detail.unreadable, 'coverage');
   });
 
   test('Retry-After: 0 buys no resend at once: a keyed 429 is not sent, to go again after at least a second', async () => {

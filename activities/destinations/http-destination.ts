@@ -417,7 +417,14 @@ export function httpAdapter(
     extra: { scanned?: number; duplicates?: string[] } = {},
     coverage: 'complete' | 'partial' = 'complete',
   ): ReadbackResult {
-    const id = textAt(object, idField) ?? '';
+    const id = textAt(object, idField);
+    // A matched object without its ID is not "found": there is nothing to record as the fact (the ledger refuses '').
+    if (!id)
+      throw new DestinationResponseError(
+        spec.name,
+        'object.id',
+        `${aNoun} carrying our reference and body has no ID at ${idField}`,
+      );
     return {
       outcome: 'found',
       coverage,
@@ -444,7 +451,7 @@ export function httpAdapter(
         first,
         method,
         reason,
-        { scanned, duplicates: others.map((o) => textAt(o, idField) ?? '') },
+        { scanned, duplicates: others.map((o) => textAt(o, idField) ?? `(${aNoun} without an ID)`) },
         coverage,
       );
     if (foreign.length) return foreignBodyVerdict(method, foreign, scanned);
@@ -645,7 +652,8 @@ export function httpAdapter(
     async lookup(externalId, request): Promise<LookupResult> {
       const answer = await getJson<unknown>(objectUrl(externalId), request, auth);
       if (answer.status === 404) return { exists: false };
-      const id = textAt(answer.body, idField) ?? '';
+      // The object at the URL of the ID a person named is that object, whether or not it repeats its ID.
+      const id = textAt(answer.body, idField) ?? externalId;
       // A person names the object: a time it shows that cannot be read does not stop them, the fact's time is then
       // when it was checked (a readback says why it could not conclude).
       let occurredAt = '';
