@@ -132,6 +132,13 @@ export interface DestinationContract {
   describe(operation: string, payload: Record<string, unknown>): string;
 }
 
+/**
+ * How far a provider's clock may be off the ledger's, when a readback judges the provider's creation times against
+ * the attempt's time (a listing's "reached back past the attempt", a mailbox's "still holds everything since"):
+ * a minute, unless a declaration says otherwise (`clockToleranceMs`).
+ */
+export const DEFAULT_CLOCK_TOLERANCE_MS = 60_000;
+
 /** Readbacks a second for a destination whose contract declares no rate of its own. */
 export const DEFAULT_READBACK_RATE_PER_SECOND = 10;
 

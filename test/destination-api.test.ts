@@ -150,6 +150,26 @@ describe('defining a destination', () => {
         { idempotencyKey: { ...spec.idempotencyKey!, retentionSeconds: 0 } },
         /^idempotencyKey\.retentionSeconds: how long the provider remembers a key/,
       ],
+      [
+        {
+          readback: [
+            {
+              by: 'listing',
+              path: '/p',
+              items: 'data',
+              nextCursor: 'n',
+              cursorParam: 'c',
+              maxPages: 2,
+              clockToleranceMs: -1,
+            },
+          ],
+        },
+        /^readback\[0\]\.clockToleranceMs:/,
+      ],
+      [
+        { absenceGraceMs: 1000, readback: [spec.readback[0]!, { ...spec.readback[1]!, lagMs: 5000 } as never] },
+        /^absenceGraceMs: 1000 ms is shorter than readback\[1\]\.lagMs/,
+      ],
       // Pacing the readbacks cannot serve: a rate whose turns never come, or pages that cannot fit in a readback.
       [{ readbackRatePerSecond: 0.1 }, /^readbackRatePerSecond: .*at least 0\.105/],
       [

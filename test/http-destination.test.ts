@@ -7,10 +7,16 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { checkedReadback, checkedSend, readbackErrorVerdict, sendErrorOutcome } from '../activities/crossing-checks.js';
-import { type HttpDestinationSpec, httpAdapter, valueAt } from '../activities/destinations/http-destination.js';
+import {
+  type HttpDestinationSpec,
+  httpAdapter,
+  type ListingReadback,
+  type ReferenceReadback,
+  valueAt,
+} from '../activities/destinations/http-destination.js';
 import { bodySha256Of } from '../activities/destinations/index.js';
 import { keyedApi, keyedApiSpec } from '../activities/destinations/keyed-api.js';
-import { socialFeed } from '../activities/destinations/social-feed.js';
+import { socialFeed, socialFeedSpec } from '../activities/destinations/social-feed.js';
 import { DestinationResponseError } from '../domain/destination.js';
 import type { DestinationAdapter, ReadbackRequest } from '../domain/destination-contract.js';
 import { postRequest } from '../harness/sample-requests.js';
@@ -176,6 +182,113 @@ describe('the declarative HTTP destination against the simulator', () => {
     });
     assert.equal(partial.outcome, 'inconclusive');
     assert.equal(partial.detail.unreadable, 'coverage');
+  });
+
+  test('a listing with an old item pinned to its first page, from a provider whose clock runs 10 s behind: the scan goes on to the page holding ours', async () => {
+    const since = Date.now() - 2000;
+    const at = (ms: number) => new Date(ms).toISOString();
+    const feed = httpAdapter(
+      {
+        ...socialFeedSpec,
+        readback: [{ ...(socialFeedSpec.readback[0] as ListingReadback), listedAtMost: undefined }],
+      },
+      { baseUrl: 'http://127.0.0.1:1' },
+    );
+    const reference = 'post:L-1';
+    const pkg = feed.buildPackage(reference, 'post.publish', postRequest(reference, 'Pinned feed').payload);
+    const other = (id: string, created: number) => ({
+      id,
+      created_at: at(created),
+      body_sha256: 'x',
+      metadata: {},
+    });
+    // Page 1: posts made after our attempt, stamped 10 s behind our clock, and a post pinned a day ago.
+    // Page 2: ours (made after the attempt, stamped 9 s before it), then older posts.
+    const pages: Record<string, unknown> = {
+      first: {
+        data: [
+          other('post_new1', since - 8000),
+          other('post_new2', since - 8500),
+          other('post_pin', since - 86_400_000),
+        ],
+        next_cursor: 'second',
+      },
+      second: {
+        data: [
+          {
+            id: 'post_ours',
+            created_at: at(since - 9000),
+            body_sha256: bodySha256Of(pkg.body),
+            metadata: { effect_id: reference },
+          },
+          other('post_old', since - 3_600_000),
+        ],
+        next_cursor: null,
+      },
+    };
+    const listing = createServer((req, res) => {
+      const cursor = new URL(req.url ?? '/', 'http://x').searchParams.get('cursor') ?? 'first';
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(pages[cursor]));
+    });
+    await new Promise<void>((resolve) => listing.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = listing.address() as AddressInfo;
+      const served = httpAdapter(
+        {
+          ...socialFeedSpec,
+          readback: [{ ...(socialFeedSpec.readback[0] as ListingReadback), listedAtMost: undefined }],
+        },
+        { baseUrl: `http://127.0.0.1:${port}` },
+      );
+      const read = await served.readBack({
+        effectId: reference,
+        idempotencyKey: reference,
+        package: pkg,
+        bodySha256: bodySha256Of(pkg.body),
+        since: at(since),
+      });
+      assert.equal(read.outcome, 'found', JSON.stringify(read));
+      assert.equal(read.outcome === 'found' && read.externalId, 'post_ours');
+    } finally {
+      listing.close();
+    }
+  });
+
+  test("Stripe's search shape: pages by an opaque next_page token, and a search that lags writes is declared with its lag", async () => {
+    const { idempotencyKey: _, plans: __, ...keyless } = keyedApiSpec;
+    const search: ReferenceReadback = {
+      by: 'reference',
+      path: "/v1/objects/search?limit=1&query=metadata['effect_id']:'{reference}'",
+      items: 'data',
+      hasMore: 'has_more',
+      nextPage: 'next_page',
+      cursorParam: 'page',
+      lagMs: 5000,
+    };
+    const stripeLike = httpAdapter(
+      {
+        ...keyless,
+        object: { ...keyedApiSpec.object, createdAt: { path: 'created', format: 'epoch-seconds' } },
+        readback: [search],
+        absenceGraceMs: 6000,
+      },
+      { baseUrl: simulator.url },
+    );
+    const ours = sendable(stripeLike, 'task:S-1', { title: 'Refund', request: 's-1' });
+    assert.equal((await stripeLike.send(ours.send)).class, 'confirmed');
+    // A look-alike carrying our reference with another body, made after ours: the first page of one holds it.
+    const lookAlike = sendable(stripeLike, 'task:S-1', { title: 'Refund, other body', request: 's-1' });
+    assert.equal((await stripeLike.send(lookAlike.send)).class, 'confirmed');
+    const read = await stripeLike.readBack(ours.readback);
+    assert.equal(read.outcome, 'found', JSON.stringify(read));
+    assert.equal(read.detail.scanned, 2, 'the second page came by its token');
+    // The search runs 5 s behind writes: right after a write it does not show it (the declared lag covers that).
+    await simulator.setSearchLag(5000);
+    const late = sendable(stripeLike, 'task:S-2', { title: 'Refund later', request: 's-2' });
+    assert.equal((await stripeLike.send(late.send)).class, 'confirmed');
+    assert.equal((await stripeLike.readBack(late.readback)).outcome, 'absent');
+    await simulator.setSearchLag(0);
+    assert.equal((await stripeLike.readBack(late.readback)).outcome, 'found');
   });
 
   test('Retry-After: 0 buys no resend at once: a keyed 429 is not sent, to go again after at least a second', async () => {

@@ -14,6 +14,7 @@ import {
   defineDestination,
 } from '../../domain/destination.js';
 import {
+  DEFAULT_CLOCK_TOLERANCE_MS,
   DEFAULT_READBACK_RATE_PER_SECOND,
   type DestinationAdapter,
   type DestinationContract,
@@ -85,13 +86,25 @@ export interface ReferenceReadback {
   by: 'reference';
   /** `{reference}` is the step's reference: `/v1/objects?limit=100&metadata[effect_id]={reference}`. */
   path: string;
-  /** The answer's list of objects, and its "more after this page" flag. */
+  /** The answer's list of objects. */
   items: string;
-  hasMore: string;
-  /** The query parameter taking the last object's ID for the next page (`starting_after`). */
+  /** The answer's "more after this page" flag (`has_more`); optional with `nextPage`, whose absence ends the list. */
+  hasMore?: string;
+  /**
+   * Where the answer holds an opaque token for the next page (Stripe's search: `next_page`), null or absent at the
+   * end; `cursorParam` takes it. Without it, the next page is asked for after the last object's ID.
+   */
+  nextPage?: string;
+  /** The query parameter taking the last object's ID (`starting_after`), or the `nextPage` token (`page`). */
   cursorParam: string;
   /** Pages read before the verdict is inconclusive (default 10). */
   maxPages?: number;
+  /**
+   * How long after a write the search may still not show the object (Stripe documents its Search API as lagging,
+   * usually under a minute). The destination's `absenceGraceMs` must cover it: until then, finding nothing proves
+   * nothing.
+   */
+  lagMs?: number;
 }
 
 /** Read back by scanning a bounded listing of recent objects for the reference and the body hash. */
@@ -106,6 +119,12 @@ export interface ListingReadback {
   maxPages: number;
   /** The provider documents that it lists only its newest N objects: a listing that ends short of N is complete. */
   listedAtMost?: number;
+  /**
+   * How far the provider's clock may be off the ledger's (default DEFAULT_CLOCK_TOLERANCE_MS, a minute). The scan
+   * ends "reached back past the attempt" only at a page whose every object is older than the attempt by more than
+   * this: one old object (a pinned post) or a clock a few seconds behind never ends it early.
+   */
+  clockToleranceMs?: number;
 }
 
 export type HttpReadback = KeyReadback | ReferenceReadback | ListingReadback;
@@ -161,8 +180,6 @@ export interface HttpDestinationSpec {
   describe?: (operation: string, payload: Record<string, unknown>) => string;
 }
 
-/** Clock skew allowed between the ledger and the provider when judging a listing's time window. */
-const SKEW_MS = 5_000;
 const DEFAULT_REFERENCE_PAGES = 10;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -239,6 +256,24 @@ function specIssues(spec: HttpDestinationSpec): string[] {
       issues.push(`readback[${i}].path: must hold {reference} (the provider filters on it)`);
     if (read?.by === 'listing' && !(Number.isSafeInteger(read.maxPages) && read.maxPages >= 1))
       issues.push(`readback[${i}].maxPages: how many pages bound the scan (≥ 1)`);
+    if (
+      read?.by === 'listing' &&
+      read.clockToleranceMs !== undefined &&
+      !(Number.isSafeInteger(read.clockToleranceMs) && read.clockToleranceMs >= 0)
+    )
+      issues.push(`readback[${i}].clockToleranceMs: how far the provider's clock may be off ours, whole ms (≥ 0)`);
+    if (read?.by === 'reference' && typeof read.hasMore !== 'string' && typeof read.nextPage !== 'string')
+      issues.push(`readback[${i}].hasMore: where the answer says more pages follow (or nextPage: its next-page token)`);
+    if (read?.by === 'reference' && typeof read.cursorParam !== 'string')
+      issues.push(`readback[${i}].cursorParam: the query parameter taking the next page's cursor or token`);
+    if (read?.by === 'reference' && read.lagMs !== undefined) {
+      if (!(Number.isSafeInteger(read.lagMs) && read.lagMs >= 0))
+        issues.push(`readback[${i}].lagMs: how long the search may lag writes, whole ms (≥ 0)`);
+      else if (Number.isSafeInteger(spec.absenceGraceMs) && spec.absenceGraceMs < read.lagMs)
+        issues.push(
+          `absenceGraceMs: ${spec.absenceGraceMs} ms is shorter than readback[${i}].lagMs (${read.lagMs} ms): a search that has not caught up would be read as absence`,
+        );
+    }
     if (!['key', 'reference', 'listing'].includes(read?.by))
       issues.push(`readback[${i}].by: key, reference or listing`);
   }
@@ -498,7 +533,13 @@ export function httpAdapter(
       foreign.push(
         ...items.filter((o) => isOurs(o, request) && !isExact(o, request)).map((o) => textAt(o, idField) ?? ''),
       );
-      if (valueAt(listed.body, read.hasMore) !== true || items.length === 0)
+      // The next page: after a token the answer names (null or absent at the end), or after the last object's ID.
+      const token = read.nextPage === undefined ? undefined : textAt(listed.body, read.nextPage);
+      const more =
+        read.nextPage === undefined
+          ? valueAt(listed.body, read.hasMore ?? 'has_more') === true
+          : token !== undefined && (read.hasMore === undefined || valueAt(listed.body, read.hasMore) === true);
+      if (!more || items.length === 0)
         return (
           conclude(
             matches,
@@ -513,7 +554,7 @@ export function httpAdapter(
             detail: { method, reason: `no ${noun} carries our reference and body`, scanned },
           }
         );
-      after = textAt(items.at(-1), idField);
+      after = read.nextPage === undefined ? textAt(items.at(-1), idField) : token;
     }
     return {
       outcome: 'inconclusive',
@@ -524,7 +565,7 @@ export function httpAdapter(
 
   async function byListing(read: ListingReadback, request: ReadbackRequest): Promise<ReadbackResult> {
     const method = 'listing_scan';
-    const since = Date.parse(request.since) - SKEW_MS;
+    const since = Date.parse(request.since) - (read.clockToleranceMs ?? DEFAULT_CLOCK_TOLERANCE_MS);
     let cursor: string | undefined;
     let scanned = 0;
     let reachedBack = false;
@@ -549,7 +590,16 @@ export function httpAdapter(
       foreign.push(
         ...items.filter((o) => isOurs(o, request) && !isExact(o, request)).map((o) => textAt(o, idField) ?? ''),
       );
-      if (items.some((o) => Date.parse(createdAt(o)) < since)) reachedBack = true;
+      // Past the attempt only when the whole page is: a pinned old object on the first page, or a listing not
+      // strictly newest first, never ends the scan before the page that may hold ours.
+      if (
+        items.length > 0 &&
+        items.every((o) => {
+          const at = createdAt(o);
+          return at !== '' && Date.parse(at) < since;
+        })
+      )
+        reachedBack = true;
       cursor = next;
       if (matches.length || reachedBack || !cursor) break;
     }

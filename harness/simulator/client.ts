@@ -44,6 +44,8 @@ export interface SimulatorProcess {
   held(): Promise<number>;
   retention(): Promise<number>;
   setRetention(keyRetentionMs: number): Promise<void>;
+  /** The Stripe-shaped search (/v1/objects/search) runs this far behind writes. */
+  setSearchLag(lagMs: number): Promise<void>;
   /** Above `requestsPerSecond` the API answers 429 with Retry-After (null lifts the limit). */
   rateLimit(requestsPerSecond: number | null, retryAfterSeconds?: number): Promise<void>;
   /** The provider's traffic per second (reads by path, writes, 429s), from `since` (epoch ms) on. */
@@ -114,6 +116,15 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
     },
     async retention() {
       return (await json<{ keyRetentionMs: number }>(fetch(`${url}/_control/retention`))).keyRetentionMs;
+    },
+    async setSearchLag(lagMs) {
+      await json(
+        fetch(`${url}/_control/search-lag`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ lagMs }),
+        }),
+      );
     },
     async setRetention(keyRetentionMs) {
       await json(
