@@ -268,6 +268,8 @@ export function createAttemptActivities({
             operation: release.operation,
             package: release.package,
             timeoutMs: callTimeoutMs,
+            // Fires at the call's timeout (or the activity's cancellation): a request must not outlive it.
+            signal: AbortSignal.any([AbortSignal.timeout(callTimeoutMs), Context.current().cancellationSignal]),
           })
           // An answer the adapter could not read as declared: the request left, so it is unknown (never a retry).
           .catch((error: unknown) => {

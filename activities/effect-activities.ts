@@ -153,6 +153,7 @@ export function createEffectActivities({ db, destinations, metrics = NO_METRICS 
             operation: found.operation,
             package: pkg,
             timeoutMs,
+            signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), Context.current().cancellationSignal]),
           })
           .catch((error: unknown) => {
             const unreadable = sendErrorOutcome(error);

@@ -171,7 +171,11 @@ export function createReconciliationActivities({
       const read = await readbackSpan({ ...coordinates, destination }, () =>
         adapter.readBack({
           ...request,
-          signal: context.cancellationSignal,
+          // Fires at the activity's deadline as well as at its cancellation: no read outlives the readback.
+          signal: AbortSignal.any([
+            context.cancellationSignal,
+            AbortSignal.timeout(Math.max(1, context.info.startToCloseTimeoutMs - 500)),
+          ]),
           onPage: () => context.heartbeat(),
           beforeRequest: turns.beforeRequest,
         }),

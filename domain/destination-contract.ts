@@ -33,6 +33,12 @@ export interface SendRequest {
   operation: string;
   package: ReleasedPackage;
   timeoutMs: number;
+  /**
+   * Fires at the call's timeout (`timeoutMs`), or when the activity is cancelled: stop the request then. A send that
+   * returns at its deadline but leaves its request running (an SDK's own retry) can land after the in-flight window,
+   * be read back as absent and be sent again — pass this signal to whatever makes the request.
+   */
+  signal?: AbortSignal;
 }
 
 /** What a provider call returned, classified (README, "Stages": the classification table). */
@@ -166,7 +172,7 @@ export interface ReadbackRequest {
   bodySha256: string;
   /** When the earliest attempt started: the object cannot be older. */
   since: string;
-  /** Aborts the reads when the activity is cancelled or times out. */
+  /** Fires when the activity is cancelled or reaches its deadline: abort the reads then. */
   signal?: AbortSignal;
   /** Called after each page or lookup: the activity heartbeats, so a hung read is noticed. */
   onPage?: () => void;

@@ -291,6 +291,16 @@ describe('the declarative HTTP destination against the simulator', () => {
     assert.equal((await stripeLike.readBack(late.readback)).outcome, 'found');
   });
 
+  test("send is handed a signal and stops its request when it fires: nothing of ours outlives the call's deadline", async () => {
+    await simulator.fault('delay_before_commit', { path: '/v1/objects', delayMs: 600_000 });
+    const held = sendable(keyed, 'task:A-1', { title: 'Held', request: 'a-1' });
+    const began = Date.now();
+    const sent = await keyed.send({ ...held.send, timeoutMs: 60_000, signal: AbortSignal.timeout(300) });
+    assert.equal(sent.class, 'unknown', JSON.stringify(sent));
+    assert.ok(Date.now() - began < 5000, `stopped at the signal, not the 60 s timeout (${Date.now() - began} ms)`);
+    await simulator.releaseDelays();
+  });
+
   test('Retry-After: 0 buys no resend at once: a keyed 429 is not sent, to go again after at least a second', async () => {
     const busy = createServer((req, res) => {
       req.resume();

@@ -638,7 +638,7 @@ export function httpAdapter(
 
   return {
     ...contract,
-    async send({ idempotencyKey, operation, package: pkg, timeoutMs }): Promise<SendOutcome> {
+    async send({ idempotencyKey, operation, package: pkg, timeoutMs, signal }): Promise<SendOutcome> {
       const op = Object.hasOwn(spec.operations, operation) ? spec.operations[operation] : undefined;
       const path = op && filled(op.path, (field) => valueAt(pkg.body, field));
       // Both are fixed at approval; a deploy that dropped the operation sends nothing (and says so).
@@ -648,7 +648,7 @@ export function httpAdapter(
           detail: { reason: `${spec.name} has no request for ${operation} on this worker: nothing was sent` },
         };
       const headers = { ...auth, ...(spec.idempotencyKey ? { [spec.idempotencyKey.header]: idempotencyKey } : {}) };
-      const answer = await sendJson(op.method ?? 'POST', `${baseUrl}${path}`, pkg.body, headers, timeoutMs);
+      const answer = await sendJson(op.method ?? 'POST', `${baseUrl}${path}`, pkg.body, headers, timeoutMs, signal);
       if (isOutcome(answer)) return answer;
       const { status, headers: answered, body } = answer;
       if (status >= 200 && status < 300) {

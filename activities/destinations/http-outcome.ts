@@ -147,6 +147,8 @@ export async function sendJson(
   body: unknown,
   headers: Record<string, string>,
   timeoutMs: number,
+  /** The call's own signal (SendRequest.signal): the request stops when it fires, as at the timeout. */
+  signal?: AbortSignal,
 ): Promise<JsonExchange | SendOutcome> {
   let response: Response;
   let text: string;
@@ -155,7 +157,7 @@ export async function sendJson(
       method,
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]) : AbortSignal.timeout(timeoutMs),
       // A redirect is answered, never followed: following turns a POST into a GET elsewhere (or sends it, key
       // and credential, to another host), so a 3xx is unknown — the request may have been applied — and read back.
       redirect: 'manual',
