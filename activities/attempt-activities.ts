@@ -58,10 +58,16 @@ export type AttemptReport =
     }
   /** Nothing written: no release row (an effect approved before releases were made at approval). */
   | { kind: 'unreleased' }
-  /** Nothing written: this worker does not host the step's destination; a worker that does must make the attempt. */
-  | { kind: 'not-hosted'; destination: string; reason: string }
+  /**
+   * Nothing written: this worker cannot make the attempt — it does not host the step's destination (`not-hosted`),
+   * its declaration of it no longer dedupes as the effect was approved (`contract-changed`), or it cannot build the
+   * released request (`unsendable`). A worker that can must make the attempt; the effect waits visibly meanwhile.
+   */
+  | { kind: 'not-hosted'; destination: string; reason: string; why?: NotHostedWhy }
   /** Nothing written: the effect is on another revision than the run's (a person revised it): hand over to it. */
   | { kind: 'superseded'; revision: number; stage: string | null };
+
+export type NotHostedWhy = 'not-hosted' | 'contract-changed' | 'unsendable';
 
 /** What the ledger says of an attempt whose send activity did not finish (recordLostAnswer). */
 export interface LostAnswer {
@@ -99,8 +105,27 @@ export function createAttemptActivities({
       if (!begun.attempt) {
         const { destination } = begun.release;
         const open = begun.stage !== null && !isTerminal(begun.stage);
-        if (open && begun.highestAttempt < request.attemptNumber && !hostedAdapter(destinations, destination))
-          return { kind: 'not-hosted', destination, reason: notHostedReason(destinations, destination) };
+        const adapter = hostedAdapter(destinations, destination);
+        if (open && begun.highestAttempt < request.attemptNumber) {
+          if (!adapter)
+            return {
+              kind: 'not-hosted',
+              why: 'not-hosted',
+              destination,
+              reason: notHostedReason(destinations, destination),
+            };
+          if (begun.approvedMechanism !== null && begun.approvedMechanism !== adapter.mechanism)
+            return {
+              kind: 'not-hosted',
+              why: 'contract-changed',
+              destination,
+              reason: `contract-changed: the effect was approved to dedupe by ${begun.approvedMechanism}, and this worker's declaration of ${destination} says ${adapter.mechanism} today; nothing is sent under another protection than the approved one (deploy a worker whose declaration matches, or abandon it)`,
+            };
+        }
+        // A worker that cannot build the released request (its declaration changed since): wait, write nothing.
+        const cannot =
+          open && adapter ? adapter.unsendable?.(begun.release.operation, begun.release.package) : undefined;
+        if (cannot) return { kind: 'not-hosted', why: 'unsendable', destination, reason: `unsendable: ${cannot}` };
         // Read only on this path (a resumed, reset or reworked run): the happy path's statement stays one.
         const highest = open
           ? await readAttempt(db, request.effectId, request.step, begun.highestAttempt, request.releaseRevision)
@@ -124,6 +149,30 @@ export function createAttemptActivities({
         idempotencyKey,
         startedAt: begun.attempt.startedAt.toISOString(),
       };
+      // Hosted, but this worker cannot build the released request: answered "not sent" once (its row was just
+      // written), then the effect waits for a worker that can — a later ask writes nothing (the branch above).
+      const cannot = hostedAdapter(destinations, begun.release.destination)?.unsendable?.(
+        begun.release.operation,
+        begun.release.package,
+      );
+      if (cannot) {
+        await recordAnswer(db, {
+          effectId: request.effectId,
+          step: request.step,
+          attemptId: attempt.attemptId,
+          destination: begun.release.destination,
+          outcome: 'not_sent',
+          httpStatus: null,
+          detail: { reason: `unsendable: ${cannot}: nothing was sent` },
+          stage: stageAfterStepOutcome('not_sent', request.lastStep),
+        });
+        return {
+          kind: 'not-hosted',
+          why: 'unsendable',
+          destination: begun.release.destination,
+          reason: `unsendable: ${cannot}`,
+        };
+      }
       metrics.attempt(begun.release.destination);
       const outcome = await sendBeforeDeadline(
         { ...begun.release, revision: request.releaseRevision },
@@ -207,13 +256,15 @@ export function createAttemptActivities({
    */
   async function begin(intent: AttemptIntent): Promise<AttemptBegun> {
     const hosts = Object.keys(destinations);
+    // Written only under the protection the effect was approved under (its destination's mechanism).
+    const mechanisms = Object.fromEntries(Object.entries(destinations).map(([name, a]) => [name, a.mechanism]));
     try {
-      return await beginAttempt(db, intent, hosts);
+      return await beginAttempt(db, intent, hosts, mechanisms);
     } catch (error) {
       const refusal = ledgerRefusal(error);
       if (refusal === undefined) throw error;
       log.info('attempt refused by the ledger; reading what it holds', { effectId: intent.effectId, refusal });
-      return beginAttempt(db, intent, hosts);
+      return beginAttempt(db, intent, hosts, mechanisms);
     }
   }
 

@@ -222,6 +222,12 @@ export type LookupResult =
 
 export interface DestinationAdapter extends DestinationContract {
   send(request: SendRequest): Promise<SendOutcome>;
+  /**
+   * Optional: why this worker cannot send a released package (its operation is gone from the declaration, its path
+   * can no longer be filled from the released body), or undefined when it can. Asked before an attempt is made: an
+   * effect it cannot send waits, visibly, for a worker that can, and no attempt is written meanwhile.
+   */
+  unsendable?(operation: string, pkg: ReleasedPackage): string | undefined;
   /** Looks for the exact object; never writes. Throws on transient errors (the activity retries). */
   readBack(request: ReadbackRequest): Promise<ReadbackResult>;
   /** Fetches one object by its ID, to check a human's evidence. */

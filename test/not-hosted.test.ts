@@ -4,6 +4,8 @@
 // readback waits on its destination's own queue (v5), which only a worker hosting the destination polls.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { httpAdapter } from '../activities/destinations/http-destination.js';
+import { keyedApiSpec } from '../activities/destinations/keyed-api.js';
 import { assertProviderSaw, liveStatus, objectsFor, resultOf, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
@@ -124,6 +126,70 @@ describe('a destination no polling worker hosts', () => {
       const trail = await readTrail(stack.ledger.db, effectId);
       assert.equal(trail?.attempts.length, 1);
       assert.equal(trail?.fact?.confirmedBy, 'readback');
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+    },
+  );
+
+  test(
+    'a worker whose declaration no longer dedupes as the effect was approved (idempotencyKey dropped) sends nothing: contract-changed, visibly, no attempt written',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:contract-changed-1';
+      const { idempotencyKey: _, plans: __, ...keyless } = keyedApiSpec;
+      const dropped = {
+        adapters: () => ({
+          'keyed-api': httpAdapter(
+            { ...keyless, readback: [keyedApiSpec.readback[1]!] },
+            { baseUrl: stack.simulator.url },
+          ),
+        }),
+      };
+      const changed = await stack.startWorker(dropped);
+      try {
+        await stack.effects.approve(taskRequest(effectId, 'req-cc-1'));
+        const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
+        assert.match(waiting.awaiting ?? '', /contract-changed: the effect was approved to dedupe by idempotency_key/);
+        const trail = await readTrail(stack.ledger.db, effectId);
+        assert.equal(trail?.attempts.length, 0, 'nothing written under another protection');
+        assert.equal((await objectsFor(stack, effectId)).length, 0);
+      } finally {
+        await changed.stop();
+      }
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+    },
+  );
+
+  test(
+    'a worker that cannot build the released request (its operation dropped from the module) waits visibly: unsendable, one attempt row, not one a minute',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:unsendable-1';
+      const { 'task.create': _, ...others } = keyedApiSpec.operations;
+      const narrowed = {
+        adapters: () => ({
+          'keyed-api': httpAdapter(
+            { ...keyedApiSpec, plans: {}, operations: others },
+            { baseUrl: stack.simulator.url },
+          ),
+        }),
+      };
+      const worker = await stack.startWorker(narrowed);
+      try {
+        await stack.effects.approve(taskRequest(effectId, 'req-us-1'));
+        const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
+        assert.match(waiting.awaiting ?? '', /unsendable: keyed-api declares no request for task\.create/);
+        // Its waits back off 1 s, 2 s, 4 s, …: before, each wrote an attempt and its answer.
+        await new Promise((resolve) => setTimeout(resolve, 8000));
+        const trail = await readTrail(stack.ledger.db, effectId);
+        assert.ok((trail?.attempts.length ?? 0) <= 1, `attempts written while it waits: ${trail?.attempts.length}`);
+        assert.equal((await objectsFor(stack, effectId)).length, 0);
+      } finally {
+        await worker.stop();
+      }
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
       assert.equal((await objectsFor(stack, effectId)).length, 1);
     },
   );

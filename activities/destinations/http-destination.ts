@@ -638,6 +638,13 @@ export function httpAdapter(
 
   return {
     ...contract,
+    unsendable(operation, pkg) {
+      const op = Object.hasOwn(spec.operations, operation) ? spec.operations[operation] : undefined;
+      if (!op) return `${spec.name} declares no request for ${operation} on this worker`;
+      if (filled(op.path, (field) => valueAt(pkg.body, field)) === null)
+        return `${spec.name} ${operation}: the path ${op.path} cannot be filled from the released body`;
+      return undefined;
+    },
     async send({ idempotencyKey, operation, package: pkg, timeoutMs, signal }): Promise<SendOutcome> {
       const op = Object.hasOwn(spec.operations, operation) ? spec.operations[operation] : undefined;
       const path = op && filled(op.path, (field) => valueAt(pkg.body, field));
