@@ -354,6 +354,8 @@ describe('the declarative HTTP destination against the simulator', () => {
   test("creation times in the declared format: ISO, unix seconds (Stripe's created), unix ms — each read as the time the API made the object", async () => {
     const formats: Array<[string, HttpDestinationSpec['object']['createdAt']]> = [
       ['iso (a plain path)', 'created_at'],
+      ['unix seconds at a plain path (detected)', 'created'],
+      ['unix ms at a plain path (detected)', 'created_ms'],
       ['iso', { path: 'created_at', format: 'iso' }],
       ['epoch-seconds', { path: 'created', format: 'epoch-seconds' }],
       ['epoch-ms', { path: 'created_ms', format: 'epoch-ms' }],
@@ -378,9 +380,9 @@ describe('the declarative HTTP destination against the simulator', () => {
     }
   });
 
-  test('unix seconds declared as a plain path (ISO): a typed error naming object.createdAt, which crosses into the ledger as unknown, then inconclusive — never a retry', async () => {
+  test('unix seconds declared as ISO: a typed error naming object.createdAt, which crosses into the ledger as unknown, then inconclusive — never a retry', async () => {
     const misread = httpAdapter(
-      { ...keyedApiSpec, plans: {}, object: { ...keyedApiSpec.object, createdAt: 'created' } },
+      { ...keyedApiSpec, plans: {}, object: { ...keyedApiSpec.object, createdAt: { path: 'created', format: 'iso' } } },
       { baseUrl: simulator.url },
     );
     const ours = sendable(misread, 'task:T-9', { title: 'Stripe-shaped', request: 't-9' });

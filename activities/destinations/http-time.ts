@@ -7,13 +7,20 @@
 export type TimeFormat = 'iso' | 'epoch-seconds' | 'epoch-ms';
 export const TIME_FORMATS: readonly TimeFormat[] = ['iso', 'epoch-seconds', 'epoch-ms'];
 
-/** Where an object carries its creation time: a dot path (ISO text), or the path with its format. */
+/**
+ * Where an object carries its creation time: a dot path, or the path with its format. A plain path reads ISO text as
+ * before formats were declared, and a JSON number by its size (unix seconds below 1e11, milliseconds above: the two
+ * never overlap for a time after 1973); a declared format holds the API to it.
+ */
 export type CreatedAtDeclaration = string | { path: string; format: TimeFormat };
 
-/** The path and format a declaration names (a plain string is ISO, as before formats were declared). */
-export function createdAtOf(declared: CreatedAtDeclaration | undefined): { path: string; format: TimeFormat } {
-  if (declared === undefined) return { path: 'created_at', format: 'iso' };
-  return typeof declared === 'string' ? { path: declared, format: 'iso' } : declared;
+/** How a plain path reads a time: ISO text, or a number detected as unix seconds or milliseconds. */
+export type ReadFormat = TimeFormat | 'detected';
+
+/** The path and format a declaration names (a plain string: ISO text, or a number detected). */
+export function createdAtOf(declared: CreatedAtDeclaration | undefined): { path: string; format: ReadFormat } {
+  if (declared === undefined) return { path: 'created_at', format: 'detected' };
+  return typeof declared === 'string' ? { path: declared, format: 'detected' } : declared;
 }
 
 /**
@@ -26,7 +33,15 @@ const LATEST_MS = Date.UTC(2200, 0, 1);
 export type TimeReading = { ok: true; iso: string } | { ok: false; why: string };
 
 /** `value` read as `format`, as ISO text; or why it cannot be. */
-export function readTime(value: unknown, format: TimeFormat): TimeReading {
+export function readTime(value: unknown, declared: ReadFormat): TimeReading {
+  const format: TimeFormat =
+    declared !== 'detected'
+      ? declared
+      : typeof value !== 'number'
+        ? 'iso'
+        : value < 1e11
+          ? 'epoch-seconds'
+          : 'epoch-ms';
   let ms: number;
   if (format === 'iso') {
     if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(value))
