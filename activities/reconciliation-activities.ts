@@ -166,7 +166,9 @@ export function createReconciliationActivities({
       // Asked before the read begins: what the read can prove depends on when it began, by the ledger's clock.
       const clock = await inFlightClock(db, target.effectId, target.step);
       // The destination's declared rate holds for its readback requests from every worker together.
-      const turns = readbackTurns(db, destination, adapter.readbackRatePerSecond);
+      const turns = readbackTurns(db, destination, adapter.readbackRatePerSecond, () =>
+        metrics.readbackPaced?.(destination),
+      );
       await turns.first();
       const read = await readbackSpan({ ...coordinates, destination }, () =>
         adapter.readBack({
