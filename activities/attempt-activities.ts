@@ -2,7 +2,7 @@
 // send the released package once, and record the answer. One provider call per execution: the workflow
 // runs this with maximumAttempts 1, and anything it cannot finish becomes UNKNOWN and a readback.
 import { Context, log } from '@temporalio/activity';
-import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
+import type { DestinationAdapter, ReleasedPackage, SendOutcome, SentWith } from '../domain/destination-contract.js';
 import { isTerminal, stageAfterStepOutcome } from '../domain/stages.js';
 import { type AttemptBegun, type AttemptIntent, beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
@@ -69,6 +69,11 @@ export type AttemptReport =
 
 export type NotHostedWhy = 'not-hosted' | 'contract-changed' | 'unsendable';
 
+/** How this worker's declaration sends for a destination: recorded with each answer, compared before a retry. */
+function sentWith(adapter: DestinationAdapter): SentWith {
+  return { mechanism: adapter.mechanism, keyHeader: adapter.keyHeader ?? null, keyScope: adapter.keyScope };
+}
+
 /** What the ledger says of an attempt whose send activity did not finish (recordLostAnswer). */
 export interface LostAnswer {
   startedAt: string;
@@ -97,6 +102,12 @@ export function createAttemptActivities({
       const deadline = Date.now() + info.startToCloseTimeoutMs;
       // The send must begin soon after this (SEND_START_LIMIT_MS), measured on a clock no adjustment moves.
       const asked = performance.now();
+      // A retry goes as the attempts before it went (the key in the same header, the same mechanism and scope), or not
+      // at all: read on retries only, so the happy path's statement stays one.
+      if (request.attemptNumber > 1) {
+        const changed = await contractChanged(request);
+        if (changed) return changed;
+      }
       const begun = await begin({ ...request, workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow' });
       if (begun.effectRevision !== null && begun.effectRevision !== request.releaseRevision)
         return { kind: 'superseded', revision: begun.effectRevision, stage: begun.stage };
@@ -250,6 +261,35 @@ export function createAttemptActivities({
   };
 
   /**
+   * Not-hosted (`contract-changed`) when the step's last answered attempt went otherwise than this worker's
+   * declaration of its destination would send it now: another mechanism, key header or key scope.
+   */
+  async function contractChanged(request: AttemptRequest): Promise<AttemptReport | undefined> {
+    const before = await readAttempt(
+      db,
+      request.effectId,
+      request.step,
+      request.attemptNumber - 1,
+      request.releaseRevision,
+    );
+    if (!before) return undefined;
+    const went = (await readAttemptAnswer(db, before.attemptId))?.detail.sentWith;
+    if (!went) return undefined;
+    const released = await readRelease(db, request.effectId, request.releaseRevision, request.step);
+    const adapter = released ? hostedAdapter(destinations, released.destination) : undefined;
+    if (!released || !adapter) return undefined;
+    const now = sentWith(adapter);
+    const differs = (['mechanism', 'keyHeader', 'keyScope'] as const).filter((k) => went[k] !== now[k]);
+    if (!differs.length) return undefined;
+    return {
+      kind: 'not-hosted',
+      why: 'contract-changed',
+      destination: released.destination,
+      reason: `contract-changed: attempt ${request.attemptNumber - 1} went with ${differs.map((k) => `${k} ${String(went[k])}`).join(', ')}; this worker's declaration of ${released.destination} says ${differs.map((k) => `${k} ${String(now[k])}`).join(', ')}; nothing is sent otherwise than the attempts before it (deploy a worker whose declaration matches, or abandon it)`,
+    };
+  }
+
+  /**
    * beginAttempt, and its answer again when the database refused the write (the attempt trigger saw a revision,
    * a fact or an attempt that committed after the statement's snapshot): the statement, run anew, sees it and
    * says so without writing. A refused attempt is never "not sent" left to loop.
@@ -329,7 +369,8 @@ export function createAttemptActivities({
             return unreadable;
           }),
     ).then(checkedSend);
-    // When the request began to leave, after its row: readback's in-flight window counts from there.
-    return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began } };
+    // When the request began to leave, after its row: readback's in-flight window counts from there. How it went: what
+    // a retry is compared with.
+    return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began, sentWith: sentWith(adapter) } };
   }
 }

@@ -65,6 +65,15 @@ export interface ResponseDetail {
   sendBeganAfterMs?: number;
   /** The field of an answer that could not be read as declared (`object.createdAt`): the answer is unknown. */
   unreadable?: string;
+  /** Set by the send activity: how the request went — the declaration's mechanism, key header and scope then. */
+  sentWith?: SentWith;
+}
+
+/** How a request went, as the hosting worker's declaration said then: what a later retry is compared with. */
+export interface SentWith {
+  mechanism: string;
+  keyHeader: string | null;
+  keyScope: string;
 }
 
 /**
@@ -96,6 +105,12 @@ export interface DestinationContract {
    * a key returns with other parameters, or would replay the refusal stored under it).
    */
   keyScope: KeyScope;
+  /**
+   * Optional: the header the key travels in, for a destination that takes it over HTTP (httpDestination sets it).
+   * Recorded with each attempt's answer (`detail.sentWith`); a retry is not sent by a worker whose declaration
+   * names another (the provider would not see the key it deduped by): the effect waits, visibly.
+   */
+  keyHeader?: string;
   /** Payload schema per operation; unknown operations are refused at approval. */
   operations: Readonly<Record<string, PayloadSchema>>;
   /** The destination call's timeout; after it, the outcome is unknown. */

@@ -193,4 +193,50 @@ describe('a destination no polling worker hosts', () => {
       assert.equal((await objectsFor(stack, effectId)).length, 1);
     },
   );
+
+  test(
+    'a retry is not sent by a worker whose declaration puts the key in another header: contract-changed, visibly, no attempt written meanwhile',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:key-header-changed-1';
+      // Every request is answered 429 (not processed): attempt after attempt, each with the key in Idempotency-Key.
+      await stack.simulator.fault('status_429_before_commit', { path: '/v1/objects', count: 1000 });
+      const first = await stack.startWorker();
+      try {
+        await stack.effects.approve(taskRequest(effectId, 'req-kh-1'));
+        await waitForStage(stack, effectId, 'attempted', 'not sent');
+      } finally {
+        await first.stop();
+      }
+      const renamed = {
+        adapters: () => ({
+          'keyed-api': httpAdapter(
+            { ...keyedApiSpec, idempotencyKey: { ...keyedApiSpec.idempotencyKey!, header: 'X-Idempotency-Key' } },
+            { baseUrl: stack.simulator.url },
+          ),
+        }),
+      };
+      const changed = await stack.startWorker(renamed);
+      let before = 0;
+      try {
+        const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
+        assert.match(waiting.awaiting ?? '', /contract-changed: attempt \d+ went with keyHeader Idempotency-Key/);
+        before = (await readTrail(stack.ledger.db, effectId))?.attempts.length ?? 0;
+        await new Promise((resolve) => setTimeout(resolve, 5000));
+        assert.equal(
+          (await readTrail(stack.ledger.db, effectId))?.attempts.length,
+          before,
+          'no attempt while it waits',
+        );
+      } finally {
+        await changed.stop();
+      }
+      await stack.simulator.clearFaults();
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+      const { trail } = await stack.effects.status(effectId);
+      assert.equal(trail.attempts.length, before + 1, 'the matching worker made the next attempt');
+    },
+  );
 });

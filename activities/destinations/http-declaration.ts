@@ -142,6 +142,7 @@ export function httpContract(spec: HttpDestinationSpec): DestinationContract {
     keyRetentionSeconds: spec.idempotencyKey?.retentionSeconds ?? null,
     // A destination honouring no key cannot confuse a revision's request with the refused one's by its key.
     keyScope: spec.idempotencyKey?.scope ?? 'effect',
+    ...(spec.idempotencyKey ? { keyHeader: spec.idempotencyKey.header } : {}),
     operations: {
       ...Object.fromEntries(Object.entries(spec.operations).map(([name, op]) => [name, op.schema])),
       ...Object.fromEntries(Object.entries(plans).map(([name, plan]) => [name, plan.schema])),
