@@ -2,12 +2,13 @@
 // send the released package once, and record the answer. One provider call per execution: the workflow
 // runs this with maximumAttempts 1, and anything it cannot finish becomes UNKNOWN and a readback.
 import { Context, log } from '@temporalio/activity';
-import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
+import type { DestinationAdapter, ReleasedPackage, SendOutcome, SentWith } from '../domain/destination-contract.js';
 import { isTerminal, stageAfterStepOutcome } from '../domain/stages.js';
 import { type AttemptBegun, type AttemptIntent, beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
 import type { LedgerDb } from '../ledger/db.js';
 import { ledgerRefusal, recordEvidence } from '../ledger/progress.js';
 import { readAttempt, readAttemptAnswer, readEffect, readRelease } from '../ledger/trail.js';
+import { checkedSend, sendErrorOutcome } from './crossing-checks.js';
 import { hostedAdapter, notHostedReason } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import type { AttemptRef } from './effect-activities.js';
@@ -57,10 +58,21 @@ export type AttemptReport =
     }
   /** Nothing written: no release row (an effect approved before releases were made at approval). */
   | { kind: 'unreleased' }
-  /** Nothing written: this worker does not host the step's destination; a worker that does must make the attempt. */
-  | { kind: 'not-hosted'; destination: string; reason: string }
+  /**
+   * Nothing written: this worker cannot make the attempt — it does not host the step's destination (`not-hosted`),
+   * its declaration of it no longer dedupes as the effect was approved (`contract-changed`), or it cannot build the
+   * released request (`unsendable`). A worker that can must make the attempt; the effect waits visibly meanwhile.
+   */
+  | { kind: 'not-hosted'; destination: string; reason: string; why?: NotHostedWhy }
   /** Nothing written: the effect is on another revision than the run's (a person revised it): hand over to it. */
   | { kind: 'superseded'; revision: number; stage: string | null };
+
+export type NotHostedWhy = 'not-hosted' | 'contract-changed' | 'unsendable';
+
+/** How this worker's declaration sends for a destination: recorded with each answer, compared before a retry. */
+function sentWith(adapter: DestinationAdapter): SentWith {
+  return { mechanism: adapter.mechanism, keyHeader: adapter.keyHeader ?? null, keyScope: adapter.keyScope };
+}
 
 /** What the ledger says of an attempt whose send activity did not finish (recordLostAnswer). */
 export interface LostAnswer {
@@ -90,6 +102,12 @@ export function createAttemptActivities({
       const deadline = Date.now() + info.startToCloseTimeoutMs;
       // The send must begin soon after this (SEND_START_LIMIT_MS), measured on a clock no adjustment moves.
       const asked = performance.now();
+      // A retry goes as the attempts before it went (the key in the same header, the same mechanism and scope), or not
+      // at all: read on retries only, so the happy path's statement stays one.
+      if (request.attemptNumber > 1) {
+        const changed = await contractChanged(request);
+        if (changed) return changed;
+      }
       const begun = await begin({ ...request, workflowRunId: info.workflowExecution?.runId ?? 'outside-a-workflow' });
       if (begun.effectRevision !== null && begun.effectRevision !== request.releaseRevision)
         return { kind: 'superseded', revision: begun.effectRevision, stage: begun.stage };
@@ -98,8 +116,27 @@ export function createAttemptActivities({
       if (!begun.attempt) {
         const { destination } = begun.release;
         const open = begun.stage !== null && !isTerminal(begun.stage);
-        if (open && begun.highestAttempt < request.attemptNumber && !hostedAdapter(destinations, destination))
-          return { kind: 'not-hosted', destination, reason: notHostedReason(destinations, destination) };
+        const adapter = hostedAdapter(destinations, destination);
+        if (open && begun.highestAttempt < request.attemptNumber) {
+          if (!adapter)
+            return {
+              kind: 'not-hosted',
+              why: 'not-hosted',
+              destination,
+              reason: notHostedReason(destinations, destination),
+            };
+          if (begun.approvedMechanism !== null && begun.approvedMechanism !== adapter.mechanism)
+            return {
+              kind: 'not-hosted',
+              why: 'contract-changed',
+              destination,
+              reason: `contract-changed: the effect was approved to dedupe by ${begun.approvedMechanism}, and this worker's declaration of ${destination} says ${adapter.mechanism} today; nothing is sent under another protection than the approved one (deploy a worker whose declaration matches, or abandon it)`,
+            };
+        }
+        // A worker that cannot build the released request (its declaration changed since): wait, write nothing.
+        const cannot =
+          open && adapter ? adapter.unsendable?.(begun.release.operation, begun.release.package) : undefined;
+        if (cannot) return { kind: 'not-hosted', why: 'unsendable', destination, reason: `unsendable: ${cannot}` };
         // Read only on this path (a resumed, reset or reworked run): the happy path's statement stays one.
         const highest = open
           ? await readAttempt(db, request.effectId, request.step, begun.highestAttempt, request.releaseRevision)
@@ -123,6 +160,30 @@ export function createAttemptActivities({
         idempotencyKey,
         startedAt: begun.attempt.startedAt.toISOString(),
       };
+      // Hosted, but this worker cannot build the released request: answered "not sent" once (its row was just
+      // written), then the effect waits for a worker that can — a later ask writes nothing (the branch above).
+      const cannot = hostedAdapter(destinations, begun.release.destination)?.unsendable?.(
+        begun.release.operation,
+        begun.release.package,
+      );
+      if (cannot) {
+        await recordAnswer(db, {
+          effectId: request.effectId,
+          step: request.step,
+          attemptId: attempt.attemptId,
+          destination: begun.release.destination,
+          outcome: 'not_sent',
+          httpStatus: null,
+          detail: { reason: `unsendable: ${cannot}: nothing was sent` },
+          stage: stageAfterStepOutcome('not_sent', request.lastStep),
+        });
+        return {
+          kind: 'not-hosted',
+          why: 'unsendable',
+          destination: begun.release.destination,
+          reason: `unsendable: ${cannot}`,
+        };
+      }
       metrics.attempt(begun.release.destination);
       const outcome = await sendBeforeDeadline(
         { ...begun.release, revision: request.releaseRevision },
@@ -200,19 +261,50 @@ export function createAttemptActivities({
   };
 
   /**
+   * Not-hosted (`contract-changed`) when the step's last answered attempt went otherwise than this worker's
+   * declaration of its destination would send it now: another mechanism, key header or key scope.
+   */
+  async function contractChanged(request: AttemptRequest): Promise<AttemptReport | undefined> {
+    const before = await readAttempt(
+      db,
+      request.effectId,
+      request.step,
+      request.attemptNumber - 1,
+      request.releaseRevision,
+    );
+    if (!before) return undefined;
+    const went = (await readAttemptAnswer(db, before.attemptId))?.detail.sentWith;
+    if (!went) return undefined;
+    const released = await readRelease(db, request.effectId, request.releaseRevision, request.step);
+    const adapter = released ? hostedAdapter(destinations, released.destination) : undefined;
+    if (!released || !adapter) return undefined;
+    const now = sentWith(adapter);
+    const differs = (['mechanism', 'keyHeader', 'keyScope'] as const).filter((k) => went[k] !== now[k]);
+    if (!differs.length) return undefined;
+    return {
+      kind: 'not-hosted',
+      why: 'contract-changed',
+      destination: released.destination,
+      reason: `contract-changed: attempt ${request.attemptNumber - 1} went with ${differs.map((k) => `${k} ${String(went[k])}`).join(', ')}; this worker's declaration of ${released.destination} says ${differs.map((k) => `${k} ${String(now[k])}`).join(', ')}; nothing is sent otherwise than the attempts before it (deploy a worker whose declaration matches, or abandon it)`,
+    };
+  }
+
+  /**
    * beginAttempt, and its answer again when the database refused the write (the attempt trigger saw a revision,
    * a fact or an attempt that committed after the statement's snapshot): the statement, run anew, sees it and
    * says so without writing. A refused attempt is never "not sent" left to loop.
    */
   async function begin(intent: AttemptIntent): Promise<AttemptBegun> {
     const hosts = Object.keys(destinations);
+    // Written only under the protection the effect was approved under (its destination's mechanism).
+    const mechanisms = Object.fromEntries(Object.entries(destinations).map(([name, a]) => [name, a.mechanism]));
     try {
-      return await beginAttempt(db, intent, hosts);
+      return await beginAttempt(db, intent, hosts, mechanisms);
     } catch (error) {
       const refusal = ledgerRefusal(error);
       if (refusal === undefined) throw error;
       log.info('attempt refused by the ledger; reading what it holds', { effectId: intent.effectId, refusal });
-      return beginAttempt(db, intent, hosts);
+      return beginAttempt(db, intent, hosts, mechanisms);
     }
   }
 
@@ -260,15 +352,25 @@ export function createAttemptActivities({
     const outcome = await sendSpan(
       { ...attempt, attempt: attempt.attemptNumber, destination, operation, revision },
       () =>
-        adapter.send({
-          effectId: attempt.effectId,
-          idempotencyKey: attempt.idempotencyKey,
-          operation: release.operation,
-          package: release.package,
-          timeoutMs: callTimeoutMs,
-        }),
-    );
-    // When the request began to leave, after its row: readback's in-flight window counts from there.
-    return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began } };
+        adapter
+          .send({
+            effectId: attempt.effectId,
+            idempotencyKey: attempt.idempotencyKey,
+            operation: release.operation,
+            package: release.package,
+            timeoutMs: callTimeoutMs,
+            // Fires at the call's timeout (or the activity's cancellation): a request must not outlive it.
+            signal: AbortSignal.any([AbortSignal.timeout(callTimeoutMs), Context.current().cancellationSignal]),
+          })
+          // An answer the adapter could not read as declared: the request left, so it is unknown (never a retry).
+          .catch((error: unknown) => {
+            const unreadable = sendErrorOutcome(error);
+            if (!unreadable) throw error;
+            return unreadable;
+          }),
+    ).then(checkedSend);
+    // When the request began to leave, after its row: readback's in-flight window counts from there. How it went: what
+    // a retry is compared with.
+    return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began, sentWith: sentWith(adapter) } };
   }
 }

@@ -1,6 +1,7 @@
 // The effect workflow's activities. Ledger steps are idempotent and retried freely; the provider call
 // is one attempt per activity execution (the workflow sets maximumAttempts: 1) because a blind retry
 // after the request may have left is exactly the double effect we exist to prevent.
+
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
@@ -11,6 +12,7 @@ import { LedgerInvariantError } from '../ledger/errors.js';
 import { canonicalJson, sha256Hex } from '../ledger/fingerprint.js';
 import { recordAttempt, recordEvidence, releaseEffect } from '../ledger/progress.js';
 import { readEffect, readRelease, readReleasedSteps } from '../ledger/trail.js';
+import { checkedSend, sendErrorOutcome } from './crossing-checks.js';
 import { requireHosted } from './destination-hosting.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
@@ -143,13 +145,22 @@ export function createEffectActivities({ db, destinations, metrics = NO_METRICS 
       const adapter = requireHosted(destinations, found.destination);
       // The exact released package leaves, never a re-derivation of it.
       const pkg = found.release.package as ReleasedPackage;
-      const outcome = await adapter.send({
-        effectId: attempt.effectId,
-        idempotencyKey: attempt.idempotencyKey,
-        operation: found.operation,
-        package: pkg,
-        timeoutMs,
-      });
+      const outcome = checkedSend(
+        await adapter
+          .send({
+            effectId: attempt.effectId,
+            idempotencyKey: attempt.idempotencyKey,
+            operation: found.operation,
+            package: pkg,
+            timeoutMs,
+            signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), Context.current().cancellationSignal]),
+          })
+          .catch((error: unknown) => {
+            const unreadable = sendErrorOutcome(error);
+            if (!unreadable) throw error;
+            return unreadable;
+          }),
+      );
       metrics.outcome(found.destination, outcome.class);
       log.info('attempt answered', {
         effectId: attempt.effectId,

@@ -10,6 +10,8 @@ export interface EffectMetrics {
   outcome(destination: string, outcome: OutcomeClass): void;
   /** A readback's verdict, recorded. */
   readback(destination: string, verdict: ReadbackOutcome): void;
+  /** A readback put off: the destination's readback turns were taken (optional: metrics written before it). */
+  readbackPaced?(destination: string): void;
   /** A person's (or a malformed) decision, recorded as accepted or refused. */
   decision(destination: string, kind: string, accepted: boolean): void;
 }

@@ -37,10 +37,19 @@ function reserveMs(): number {
   return Math.max(0, Math.ceil(lastLateMs * 1.5) - PACE_LATE_MS);
 }
 
+/**
+ * A readback put off this many times in a row is no longer a storm draining: it is a rate that cannot serve the
+ * destination's readbacks (a decision may be waiting behind one). Its failure is then logged at WARN and counted
+ * as a failure, not as the benign retry it was.
+ */
+export const PACED_VISIBLE_AFTER = 10;
+
 export function readbackTurns(
   db: LedgerDb,
   destination: string,
   ratePerSecond = DEFAULT_READBACK_RATE_PER_SECOND,
+  /** Called each time a readback is put off (the worker's metric). */
+  onPaced?: () => void,
 ): ReadbackTurns {
   let prepaid = false;
   const take = async (horizonMs: number) => {
@@ -48,14 +57,19 @@ export function readbackTurns(
       const reserved = reserveMs();
       const asked = performance.now();
       const turn = await takeReadbackTurn(db, destination, ratePerSecond, horizonMs, reserved);
-      if (!turn.taken)
+      if (!turn.taken) {
+        onPaced?.();
+        const attempt = Context.current().info.attempt;
+        const stuck = attempt >= PACED_VISIBLE_AFTER;
         throw ApplicationFailure.create({
           type: 'ReadbackPaced',
-          message: `${destination} takes ${ratePerSecond} readback requests a second and its turns are taken: reading back again in ${turn.retryInMs} ms`,
+          message: `${stuck ? `readback put off ${attempt} times in a row: ` : ''}${destination} takes ${ratePerSecond} readback requests a second and its turns are taken: reading back again in ${turn.retryInMs} ms`,
           nextRetryDelay: turn.retryInMs,
-          // Expected while a storm drains, not a failure: logged at DEBUG, kept out of the failure metrics.
-          category: ApplicationFailureCategory.BENIGN,
+          // Expected while a storm drains, not a failure: logged at DEBUG, kept out of the failure metrics — until it
+          // has gone on so long that it is no storm (WARN, a failure: visible, alert-able).
+          ...(stuck ? {} : { category: ApplicationFailureCategory.BENIGN }),
         });
+      }
       const answered = performance.now();
       if (turn.waitMs >= 1) {
         const context = Context.current();

@@ -20,6 +20,7 @@ import {
 } from '../ledger/progress.js';
 import { type InFlightClock, inFlightClock, readEffect, readRelease } from '../ledger/trail.js';
 import { SEND_START_LIMIT_MS } from './attempt-activities.js';
+import { checkedReadback, readbackErrorVerdict } from './crossing-checks.js';
 import { requireHosted } from './destination-hosting.js';
 import { ProviderRateLimitedError } from './destinations/http-read.js';
 import type { Destinations } from './destinations/registry.js';
@@ -165,18 +166,29 @@ export function createReconciliationActivities({
       // Asked before the read begins: what the read can prove depends on when it began, by the ledger's clock.
       const clock = await inFlightClock(db, target.effectId, target.step);
       // The destination's declared rate holds for its readback requests from every worker together.
-      const turns = readbackTurns(db, destination, adapter.readbackRatePerSecond);
+      const turns = readbackTurns(db, destination, adapter.readbackRatePerSecond, () =>
+        metrics.readbackPaced?.(destination),
+      );
       await turns.first();
       const read = await readbackSpan({ ...coordinates, destination }, () =>
         adapter.readBack({
           ...request,
-          signal: context.cancellationSignal,
+          // Fires at the activity's deadline as well as at its cancellation: no read outlives the readback.
+          signal: AbortSignal.any([
+            context.cancellationSignal,
+            AbortSignal.timeout(Math.max(1, context.info.startToCloseTimeoutMs - 500)),
+          ]),
           onPage: () => context.heartbeat(),
           beforeRequest: turns.beforeRequest,
         }),
-      ).catch((error: unknown) => {
-        throw rateLimitedRetry(error) ?? error;
-      });
+      )
+        .then(checkedReadback)
+        .catch((error: unknown) => {
+          // An answer the adapter cannot read as declared is read the same way next time: no retry, a verdict.
+          const unreadable = readbackErrorVerdict(error);
+          if (unreadable) return unreadable;
+          throw rateLimitedRetry(error) ?? error;
+        });
       const result = withheldWhileInFlight(read, target, adapter, clock);
       markActivity(verdictAttributes(result));
       // Cancelled or past its deadline (the workflow has moved on): a zombie never writes evidence.

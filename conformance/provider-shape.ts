@@ -49,7 +49,8 @@ function split(template: string): { pathname: string; query: URLSearchParams } {
 function createdAtOf(declared: unknown): ProviderShape['createdAt'] {
   if (typeof declared === 'string') return { field: declared, format: 'assumed' };
   if (typeof declared === 'object' && declared !== null) {
-    const { field, format } = declared as { field?: unknown; format?: unknown };
+    const { path, field: named, format } = declared as { path?: unknown; field?: unknown; format?: unknown };
+    const field = path ?? named;
     const known = ['iso', 'epoch-seconds', 'epoch-ms'] as const;
     return {
       field: typeof field === 'string' ? field : 'created_at',

@@ -33,6 +33,12 @@ export interface SendRequest {
   operation: string;
   package: ReleasedPackage;
   timeoutMs: number;
+  /**
+   * Fires at the call's timeout (`timeoutMs`), or when the activity is cancelled: stop the request then. A send that
+   * returns at its deadline but leaves its request running (an SDK's own retry) can land after the in-flight window,
+   * be read back as absent and be sent again — pass this signal to whatever makes the request.
+   */
+  signal?: AbortSignal;
 }
 
 /** What a provider call returned, classified (README, "Stages": the classification table). */
@@ -57,6 +63,17 @@ export interface ResponseDetail {
   errorCode?: string;
   /** Set by the send activity: how long after asking for the attempt row the request began to leave (ms). */
   sendBeganAfterMs?: number;
+  /** The field of an answer that could not be read as declared (`object.createdAt`): the answer is unknown. */
+  unreadable?: string;
+  /** Set by the send activity: how the request went — the declaration's mechanism, key header and scope then. */
+  sentWith?: SentWith;
+}
+
+/** How a request went, as the hosting worker's declaration said then: what a later retry is compared with. */
+export interface SentWith {
+  mechanism: string;
+  keyHeader: string | null;
+  keyScope: string;
 }
 
 /**
@@ -88,6 +105,12 @@ export interface DestinationContract {
    * a key returns with other parameters, or would replay the refusal stored under it).
    */
   keyScope: KeyScope;
+  /**
+   * Optional: the header the key travels in, for a destination that takes it over HTTP (httpDestination sets it).
+   * Recorded with each attempt's answer (`detail.sentWith`); a retry is not sent by a worker whose declaration
+   * names another (the provider would not see the key it deduped by): the effect waits, visibly.
+   */
+  keyHeader?: string;
   /** Payload schema per operation; unknown operations are refused at approval. */
   operations: Readonly<Record<string, PayloadSchema>>;
   /** The destination call's timeout; after it, the outcome is unknown. */
@@ -130,8 +153,26 @@ export interface DestinationContract {
   describe(operation: string, payload: Record<string, unknown>): string;
 }
 
+/**
+ * How far a provider's clock may be off the ledger's, when a readback judges the provider's creation times against
+ * the attempt's time (a listing's "reached back past the attempt", a mailbox's "still holds everything since"):
+ * a minute, unless a declaration says otherwise (`clockToleranceMs`).
+ */
+export const DEFAULT_CLOCK_TOLERANCE_MS = 60_000;
+
 /** Readbacks a second for a destination whose contract declares no rate of its own. */
 export const DEFAULT_READBACK_RATE_PER_SECOND = 10;
+
+/**
+ * The slowest readback rate the pacing can serve: a readback's further request waits at most 10 s for its turn
+ * (ledger/readback-pace.ts FURTHER_REQUEST_HORIZON_MS), and a turn is 1.05 intervals long, so below 1.05/10 a
+ * request never gets one and the readback retries for good.
+ */
+export const MIN_READBACK_RATE_PER_SECOND = 0.105;
+/** A turn's length in intervals of the declared rate (the pacing's margin). */
+export const READBACK_TURN_FACTOR = 1.05;
+/** How long one readback may run (the look activity's start-to-close): all its paced requests must fit. */
+export const READBACK_RUN_MS = 120_000;
 
 /** The task queue a destination's readbacks run on, beside the effects' own `taskQueue`. */
 export function readbackTaskQueue(taskQueue: string, destination: string): string {
@@ -146,7 +187,7 @@ export interface ReadbackRequest {
   bodySha256: string;
   /** When the earliest attempt started: the object cannot be older. */
   since: string;
-  /** Aborts the reads when the activity is cancelled or times out. */
+  /** Fires when the activity is cancelled or reaches its deadline: abort the reads then. */
   signal?: AbortSignal;
   /** Called after each page or lookup: the activity heartbeats, so a hung read is noticed. */
   onPage?: () => void;
@@ -185,6 +226,8 @@ export interface ReadbackDetail {
   inFlightUntil?: string;
   /** The destination itself reports a request with our key still being processed (no end it can name). */
   stillProcessing?: boolean;
+  /** The field of an answer that could not be read as declared: inconclusive, a person decides. */
+  unreadable?: string;
 }
 
 /** An object a human names as the result, as the destination shows it. */
@@ -194,6 +237,12 @@ export type LookupResult =
 
 export interface DestinationAdapter extends DestinationContract {
   send(request: SendRequest): Promise<SendOutcome>;
+  /**
+   * Optional: why this worker cannot send a released package (its operation is gone from the declaration, its path
+   * can no longer be filled from the released body), or undefined when it can. Asked before an attempt is made: an
+   * effect it cannot send waits, visibly, for a worker that can, and no attempt is written meanwhile.
+   */
+  unsendable?(operation: string, pkg: ReleasedPackage): string | undefined;
   /** Looks for the exact object; never writes. Throws on transient errors (the activity retries). */
   readBack(request: ReadbackRequest): Promise<ReadbackResult>;
   /** Fetches one object by its ID, to check a human's evidence. */

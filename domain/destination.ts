@@ -8,7 +8,12 @@
 //       connect: ({ env, credential }) => (env.PAYMENTS_URL ? paymentsAdapter(env.PAYMENTS_URL, credential) : undefined),
 //     }),
 //   ];
-import { DEDUPE_MECHANISMS, type DestinationAdapter, type DestinationContract } from './destination-contract.js';
+import {
+  DEDUPE_MECHANISMS,
+  type DestinationAdapter,
+  type DestinationContract,
+  MIN_READBACK_RATE_PER_SECOND,
+} from './destination-contract.js';
 import { KEY_SCOPES } from './idempotency-key.js';
 
 /** What a worker gives a destination to connect with. */
@@ -40,11 +45,38 @@ export type DestinationCatalog = Readonly<Record<string, DestinationContract>>;
 /** A destination defined wrongly: what is wrong, by field. Nothing is registered. */
 export class DestinationDefinitionError extends Error {
   override readonly name = 'DestinationDefinitionError';
+  /** The field of the declaration each issue names, as the user wrote it (`idempotencyKey.retentionSeconds`). */
+  readonly fields: readonly string[];
   constructor(
     readonly destination: string,
     readonly issues: readonly string[],
   ) {
     super(`destination ${destination} is defined wrongly: ${issues.join('; ')}`);
+    this.fields = issues.map((issue) => issue.split(':')[0] ?? issue);
+  }
+  /** The first field named (most refusals name one). */
+  get field(): string {
+    return this.fields[0] ?? '';
+  }
+}
+
+/**
+ * A provider's answer that cannot be read as the declaration says (a creation time in another format, an object
+ * without its ID): which field, what it held. Never retried as if it were a network error: the same answer would be
+ * read the same way. The send records it as unknown (readback settles it); a readback says it, inconclusive, and a
+ * person decides with the object's ID in front of them; nothing unreadable reaches the ledger.
+ */
+export class DestinationResponseError extends Error {
+  override readonly name = 'DestinationResponseError';
+  constructor(
+    readonly destination: string,
+    /** The declaration's field, as the user wrote it: `object.createdAt`, `object.id`. */
+    readonly field: string,
+    message: string,
+    /** The object the answer was about, when its ID could be read. */
+    readonly objectId?: string,
+  ) {
+    super(`${destination}: ${field}: ${message}`);
   }
 }
 
@@ -88,9 +120,15 @@ export function contractIssues(contract: unknown): string[] {
   if (!isWhole(c.readbackMaxIntervalMs, 1)) issues.push('readbackMaxIntervalMs: whole milliseconds (≥ 1)');
   if (
     c.readbackRatePerSecond !== undefined &&
-    !(typeof c.readbackRatePerSecond === 'number' && c.readbackRatePerSecond > 0 && c.readbackRatePerSecond <= 10_000)
+    !(
+      typeof c.readbackRatePerSecond === 'number' &&
+      c.readbackRatePerSecond >= MIN_READBACK_RATE_PER_SECOND &&
+      c.readbackRatePerSecond <= 10_000
+    )
   )
-    issues.push('readbackRatePerSecond: readbacks a second, above 0 and at most 10000 (or leave it out)');
+    issues.push(
+      `readbackRatePerSecond: readback requests a second, at least ${MIN_READBACK_RATE_PER_SECOND} (a readback's next request waits at most 10 s for its turn: a slower rate never gets one, and the readback retries for good) and at most 10000 (or leave it out)`,
+    );
   if (typeof c.retryAfterProvenAbsence !== 'boolean') issues.push('retryAfterProvenAbsence: true or false');
   if (!isObject(c.operations) || Object.keys(c.operations).length === 0)
     issues.push('operations: at least one operation, each a payload schema (a zod schema is one)');

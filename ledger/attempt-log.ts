@@ -6,7 +6,7 @@ import type { ReleasedPackage } from '../domain/destination-contract.js';
 import type { OutcomeClass } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
 import type { LedgerDb } from './db.js';
-import type { AttemptInput } from './progress.js';
+import { type AttemptInput, factTimeOrRefuse } from './progress.js';
 import { oneOf } from './sql-words.js';
 
 const terminal = oneOf(TERMINAL_STAGES);
@@ -26,9 +26,17 @@ export interface AttemptBegun {
   highestAttempt: number;
   firstAttemptStartedAt: Date | null;
   fact: { externalId: string; externalUrl: string | null } | null;
+  /**
+   * How the effect was approved to dedupe (effects.mechanism), when the step goes to the effect's own destination:
+   * a worker whose declaration of it says otherwise today writes nothing (its request would go without the
+   * protection the effect was approved under).
+   */
+  approvedMechanism: string | null;
 }
 
 interface BeginRow extends Record<string, unknown> {
+  mechanism: string | null;
+  effect_destination: string | null;
   attempt_id: string | null;
   started_at: string | null;
   package: ReleasedPackage | null;
@@ -56,6 +64,11 @@ export async function beginAttempt(
   intent: AttemptIntent,
   /** The destinations the calling worker hosts: for any other, nothing is written (and the release says which). */
   hosts?: readonly string[],
+  /**
+   * How the calling worker's declaration of each hosted destination dedupes today: for a step to the effect's own
+   * destination, nothing is written unless it is the mechanism the effect was approved under.
+   */
+  mechanisms?: Readonly<Record<string, string>>,
 ): Promise<AttemptBegun> {
   const { effectId, step, attemptNumber, releaseRevision, workflowRunId } = intent;
   const hosted =
@@ -67,9 +80,20 @@ export async function beginAttempt(
             sql`, `,
           )})`
         : sql`false`;
+  const pairs = Object.entries(mechanisms ?? {});
+  const approvedUnder =
+    mechanisms === undefined
+      ? sql`true`
+      : pairs.length
+        ? sql`(released.destination <> released.effect_destination OR (released.destination, released.mechanism) IN (${sql.join(
+            pairs.map(([name, mechanism]) => sql`(${name}, ${mechanism})`),
+            sql`, `,
+          )}))`
+        : sql`false`;
   const rows = await db.execute<BeginRow>(sql`
     WITH released AS (
-      SELECT r.package, r.destination, r.operation, r.idempotency_key, e.stage, e.revision AS effect_revision
+      SELECT r.package, r.destination, r.operation, r.idempotency_key, e.stage, e.revision AS effect_revision,
+             e.mechanism, e.destination AS effect_destination
       FROM releases r JOIN effects e ON e.effect_id = r.effect_id
       WHERE r.effect_id = ${effectId} AND r.revision = ${releaseRevision} AND r.step = ${step}
     ), earlier AS (
@@ -86,6 +110,7 @@ export async function beginAttempt(
         AND coalesce(earlier.highest, 0) < ${attemptNumber}
         AND NOT EXISTS (SELECT 1 FROM fact)
         AND ${hosted}
+        AND ${approvedUnder}
       RETURNING attempt_id, started_at
     ), moved AS (
       UPDATE effects SET stage = 'attempted', stage_changed_at = now()
@@ -93,7 +118,8 @@ export async function beginAttempt(
       RETURNING 1
     )
     SELECT attempt.attempt_id, attempt.started_at, released.package, released.destination, released.operation,
-           released.idempotency_key, released.stage, released.effect_revision, earlier.highest AS highest_attempt,
+           released.idempotency_key, released.stage, released.effect_revision, released.mechanism,
+           released.effect_destination, earlier.highest AS highest_attempt,
            earlier.first AS first_started_at,
            fact.external_id AS fact_external_id, fact.external_url AS fact_external_url
     FROM earlier
@@ -121,6 +147,7 @@ export async function beginAttempt(
     highestAttempt: Number(row.highest_attempt ?? 0),
     firstAttemptStartedAt: row.first_started_at ? new Date(row.first_started_at) : null,
     fact: row.fact_external_id ? { externalId: row.fact_external_id, externalUrl: row.fact_external_url } : null,
+    approvedMechanism: row.destination !== null && row.destination === row.effect_destination ? row.mechanism : null,
   };
 }
 
@@ -153,7 +180,7 @@ export async function recordAnswer(db: LedgerDb, answer: AttemptAnswer): Promise
     ), fact AS (
       INSERT INTO facts (effect_id, step, destination, external_id, external_url, occurred_at, confirmed_by, evidence_id)
       SELECT ${effectId}, ${step}, ${destination}, ${fact?.externalId ?? null}, ${fact?.externalUrl ?? null},
-             ${fact?.occurredAt ?? null}::timestamptz, 'provider_response', evidence_id
+             ${fact ? factTimeOrRefuse(fact.occurredAt) : null}::timestamptz, 'provider_response', evidence_id
       FROM evidence WHERE ${fact !== undefined}
       RETURNING effect_id
     )

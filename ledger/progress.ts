@@ -3,6 +3,7 @@
 import { and, count, eq, min, notInArray, sql } from 'drizzle-orm';
 import type { RecordedDecisionKind } from '../domain/decisions.js';
 import type { ReleasedPackage } from '../domain/destination-contract.js';
+import { factTime } from '../domain/fact-time.js';
 import { MAIN_STEP } from '../domain/idempotency-key.js';
 import type { ConfirmationMethod, Coverage, EvidenceKind, EvidenceOutcome } from '../domain/outcomes.js';
 import { type EffectStage, TERMINAL_STAGES } from '../domain/stages.js';
@@ -161,6 +162,17 @@ export interface EvidenceInput {
   detail: unknown;
 }
 
+/**
+ * A fact's time as the database takes it (ISO text of a plausible creation time). Adapters' answers are checked
+ * before they cross into the ledger (activities/crossing-checks.ts): this refuses what slipped past, naming the field,
+ * instead of letting `::timestamptz` fail the same way on every retry.
+ */
+export function factTimeOrRefuse(occurredAt: string): string {
+  const time = factTime(occurredAt);
+  if (!time.ok) throw new LedgerInvariantError(`a fact's time cannot be recorded: ${time.why}`);
+  return time.at.toISOString();
+}
+
 export interface FactInput {
   destination: string;
   externalId: string;
@@ -204,7 +216,13 @@ export async function recordEvidence(
         const step = evidence.step ?? MAIN_STEP;
         await tx
           .insert(facts)
-          .values({ effectId: evidence.effectId, step, ...fact, occurredAt: new Date(fact.occurredAt), evidenceId })
+          .values({
+            effectId: evidence.effectId,
+            step,
+            ...fact,
+            occurredAt: new Date(factTimeOrRefuse(fact.occurredAt)),
+            evidenceId,
+          })
           .onConflictDoNothing({ target: [facts.effectId, facts.step] });
         const [row] = await tx
           .select()

@@ -229,6 +229,10 @@ export const providerEvidence = pgTable(
     check('evidence_outcome_known', sql`${t.outcome} IN (${oneOf(EVIDENCE_OUTCOMES)})`),
     check('coverage_known', sql`${t.coverage} IS NULL OR ${t.coverage} IN (${oneOf(COVERAGES)})`),
     check('response_has_attempt', sql`${t.kind} <> 'response' OR ${t.attemptId} IS NOT NULL`),
+    // "Absent" over partial coverage is no absence (the workflow retries automatically on absent): never recorded.
+    check('absent_is_complete', sql`${t.outcome} <> 'absent' OR ${t.coverage} IS NOT DISTINCT FROM 'complete'`),
+    // A found or confirmed object's ID is never '' (issue 26: a matched object without an ID).
+    check('found_names_object', sql`${t.outcome} NOT IN ('found', 'confirmed') OR ${t.externalId} IS DISTINCT FROM ''`),
     // One answer per attempt: a replayed activity cannot record a second, different response.
     uniqueIndex('evidence_one_response_per_attempt_uq').on(t.attemptId).where(sql`${t.kind} = 'response'`),
     index('evidence_effect_idx').on(t.effectId),

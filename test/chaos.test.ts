@@ -243,7 +243,7 @@ const PLANTED: Planted[] = [
     caught: ['absent_beside_object'],
     fixReturns: [
       {
-        file: 'activities/destinations/http-destination.ts',
+        file: 'activities/destinations/http-readback-listing.ts',
         find: 'if (seenAll && !reachedBack && read.listedAtMost !== undefined && pages > 1 && !matches.length) {',
         replace: 'if (false) {',
       },
@@ -252,7 +252,7 @@ const PLANTED: Planted[] = [
   {
     bug: 'a continue-as-new from a "not sent" pause starts the next run in UNKNOWN',
     mix: { 'not-sent-streak': 1 },
-    // Draws a streak on the keyed API, then one on the key-less feed (which cannot retry on its own).
+    // Draws two streaks, both on the keyed API since issue 26 (a key-less 429 is unknown, never "not sent").
     seed: 6004,
     effects: 2,
     caught: ['unknown_without_send'],

@@ -144,15 +144,97 @@ describe('defining a destination', () => {
         /must hold \{reference\}/,
       ],
       [{ statuses: { 200: { class: 'unknown', reason: 'never' } } }, /^statuses\.200: a non-2xx/],
-      [{ statuses: { 500: { class: 'not_sent', reason: ' ' } } }, /^statuses\.500\.reason:/],
+      [{ statuses: { 429: { class: 'not_sent', reason: ' ' } } }, /^statuses\.429\.reason:/],
+      // Named as the user wrote it, not as the contract calls it (keyRetentionSeconds).
+      [
+        { idempotencyKey: { ...spec.idempotencyKey!, retentionSeconds: 0 } },
+        /^idempotencyKey\.retentionSeconds: how long the provider remembers a key/,
+      ],
+      [
+        {
+          readback: [
+            {
+              by: 'listing',
+              path: '/p',
+              items: 'data',
+              nextCursor: 'n',
+              cursorParam: 'c',
+              maxPages: 2,
+              clockToleranceMs: -1,
+            },
+          ],
+        },
+        /^readback\[0\]\.clockToleranceMs:/,
+      ],
+      [
+        { absenceGraceMs: 1000, readback: [spec.readback[0]!, { ...spec.readback[1]!, lagMs: 5000 } as never] },
+        /^absenceGraceMs: 1000 ms is shorter than readback\[1\]\.lagMs/,
+      ],
+      // Pacing the readbacks cannot serve: a rate whose turns never come, or pages that cannot fit in a readback.
+      [{ readbackRatePerSecond: 0.1 }, /^readbackRatePerSecond: .*at least 0\.105/],
+      [
+        { readbackRatePerSecond: 0.5, readback: [spec.readback[0]!, { ...spec.readback[1]!, maxPages: 100 } as never] },
+        /^readbackRatePerSecond: a readback makes up to 102 requests .* 214 s/,
+      ],
+      // "Not sent" only for a 4xx promise of "not processed", and only where a key dedupes the resend (issue 26).
+      [
+        {
+          idempotencyKey: undefined,
+          readback: [spec.readback[1]!],
+          statuses: { 503: { class: 'not_sent', reason: 'doc' } },
+        },
+        /^statuses\.503\.class: not_sent needs an idempotencyKey/,
+      ],
+      [
+        {
+          idempotencyKey: undefined,
+          readback: [spec.readback[1]!],
+          statuses: { 429: { class: 'not_sent', reason: 'doc' } },
+        },
+        /^statuses\.429\.class: not_sent needs an idempotencyKey/,
+      ],
+      [{ statuses: { 503: { class: 'not_sent', reason: 'doc' } } }, /^statuses\.503\.class: not_sent only for a 4xx/],
+      [{ statuses: { 307: { class: 'not_sent', reason: 'doc' } } }, /^statuses\.307\.class: not_sent only for a 4xx/],
+      [{ statuses: { 409: { class: 'not_sent', reason: 'doc' } } }, /^statuses\.409\.class: not_sent only for a 4xx/],
+      [{ statuses: { 409: { class: 'rejected', reason: 'doc' } } }, /^statuses\.409\.class: rejected only for/],
+      [{ statuses: { 302: { class: 'rejected', reason: 'doc' } } }, /^statuses\.302\.class: rejected only for/],
+      [{ statuses: { 500: { class: 'rejected', reason: 'doc' } } }, /^statuses\.500\.class: rejected only for/],
       [{ statuses: { 500: { class: 'confirmed' as never, reason: 'x' } } }, /^statuses\.500\.class:/],
       [{ reference: 'metadata..ref' }, /^reference:/],
+      [
+        { object: { ...spec.object, createdAt: { path: 'created', format: 'unix' as never } } },
+        /^object\.createdAt\.format:/,
+      ],
+      [{ object: { ...spec.object, createdAt: 'created..at' } }, /^object\.createdAt:/],
     ];
+    const named = (() => {
+      try {
+        httpContract({ ...spec, idempotencyKey: { ...spec.idempotencyKey!, retentionSeconds: 0 } });
+      } catch (error) {
+        return error;
+      }
+    })();
+    assert.ok(named instanceof DestinationDefinitionError);
+    assert.equal(named.field, 'idempotencyKey.retentionSeconds');
+    // A hand-written contract below the pacing's floor is refused too.
+    assert.deepEqual(
+      refusal(() => defineContract({ ...sound, readbackRatePerSecond: 0.05 })).map((i) => i.split(':')[0]),
+      ['readbackRatePerSecond'],
+    );
     for (const [change, expected] of planted) {
       const issues = refusal(() => httpContract({ ...spec, ...change }));
       assert.equal(issues.length, 1, `${JSON.stringify(Object.keys(change))}: ${issues.join(' | ')}`);
       assert.match(issues[0] ?? '', expected);
     }
+    // What may stand: a keyed 429-like "not processed", a definitive 4xx refused, anything as unknown.
+    httpContract({
+      ...spec,
+      statuses: {
+        423: { class: 'not_sent', reason: 'documented: locked, not processed' },
+        402: { class: 'rejected', reason: 'documented: card declined' },
+        503: { class: 'unknown', reason: 'may follow a write' },
+      },
+    });
     // A body that does not carry the reference where readback looks is refused at approval, not sent.
     const unstamped = httpContract({
       ...spec,

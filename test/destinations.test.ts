@@ -31,12 +31,17 @@ describe('destination adapters against the simulator', () => {
   });
   after(() => simulator?.stop());
 
-  test('a 503 from the key-less social feed is unknown, not "not applied"; keyed-api keeps 503 + Retry-After as not sent', async () => {
-    await simulator.fault('status_503_before_commit', { path: '/social/v1/posts' });
-    const post = sendable(social, 'post:503', 'post.publish', { channel: 'c', text: 'hello' });
-    const posted = await social.send(post.send);
-    assert.equal(posted.class, 'unknown', JSON.stringify(posted));
-    assert.equal(posted.httpStatus, 503);
+  test('a 503 or 429 from the key-less social feed is unknown, not "not applied"; keyed-api keeps 503 + Retry-After as not sent', async () => {
+    for (const [fault, status] of [
+      ['status_503_before_commit', 503],
+      ['status_429_before_commit', 429],
+    ] as const) {
+      await simulator.fault(fault, { path: '/social/v1/posts' });
+      const post = sendable(social, `post:${status}`, 'post.publish', { channel: 'c', text: 'hello' });
+      const posted = await social.send(post.send);
+      assert.equal(posted.class, 'unknown', JSON.stringify(posted));
+      assert.equal(posted.httpStatus, status);
+    }
 
     await simulator.fault('status_503_before_commit', { path: '/v1/objects' });
     const task = sendable(keyed, 'task:503', 'task.create', { title: 'Prepare preview', request: 'r-503' });

@@ -75,6 +75,25 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
     /append-only/,
   );
   refuses('deleting an attempt', () => sql`DELETE FROM attempts`, /append-only/);
+  // Verdicts crossing into the ledger (issue 26): absent over partial coverage is no absence; found names its object.
+  refuses(
+    'a readback recorded absent over partial coverage',
+    () =>
+      sql`INSERT INTO provider_evidence (effect_id, kind, outcome, coverage, detail) VALUES ('e-1', 'readback', 'absent', 'partial', '{}')`,
+    /absent_is_complete/,
+  );
+  refuses(
+    'a readback recorded absent with no coverage',
+    () =>
+      sql`INSERT INTO provider_evidence (effect_id, kind, outcome, detail) VALUES ('e-1', 'readback', 'absent', '{}')`,
+    /absent_is_complete/,
+  );
+  refuses(
+    'a readback recorded found with an empty object ID',
+    () =>
+      sql`INSERT INTO provider_evidence (effect_id, kind, outcome, coverage, external_id, detail) VALUES ('e-1', 'readback', 'found', 'complete', '', '{}')`,
+    /found_names_object/,
+  );
   refuses(
     'an attempt whose key is not effect-scoped',
     () =>

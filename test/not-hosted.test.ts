@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import proto from '@temporalio/proto';
+import { httpAdapter } from '../activities/destinations/http-destination.js';
+import { keyedApiSpec } from '../activities/destinations/keyed-api.js';
 import { assertProviderSaw, liveStatus, objectsFor, resultOf, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { taskRequest } from '../harness/sample-requests.js';
@@ -130,6 +132,116 @@ describe('a destination no polling worker hosts', () => {
       assert.equal(trail?.attempts.length, 1);
       assert.equal(trail?.fact?.confirmedBy, 'readback');
       assert.equal((await objectsFor(stack, effectId)).length, 1);
+    },
+  );
+
+  test(
+    'a worker whose declaration no longer dedupes as the effect was approved (idempotencyKey dropped) sends nothing: contract-changed, visibly, no attempt written',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:contract-changed-1';
+      const { idempotencyKey: _, plans: __, ...keyless } = keyedApiSpec;
+      const dropped = {
+        adapters: () => ({
+          'keyed-api': httpAdapter(
+            { ...keyless, readback: [keyedApiSpec.readback[1]!] },
+            { baseUrl: stack.simulator.url },
+          ),
+        }),
+      };
+      const changed = await stack.startWorker(dropped);
+      try {
+        await stack.effects.approve(taskRequest(effectId, 'req-cc-1'));
+        const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
+        assert.match(waiting.awaiting ?? '', /contract-changed: the effect was approved to dedupe by idempotency_key/);
+        const trail = await readTrail(stack.ledger.db, effectId);
+        assert.equal(trail?.attempts.length, 0, 'nothing written under another protection');
+        assert.equal((await objectsFor(stack, effectId)).length, 0);
+      } finally {
+        await changed.stop();
+      }
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+    },
+  );
+
+  test(
+    'a worker that cannot build the released request (its operation dropped from the module) waits visibly: unsendable, one attempt row, not one a minute',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:unsendable-1';
+      const { 'task.create': _, ...others } = keyedApiSpec.operations;
+      const narrowed = {
+        adapters: () => ({
+          'keyed-api': httpAdapter(
+            { ...keyedApiSpec, plans: {}, operations: others },
+            { baseUrl: stack.simulator.url },
+          ),
+        }),
+      };
+      const worker = await stack.startWorker(narrowed);
+      try {
+        await stack.effects.approve(taskRequest(effectId, 'req-us-1'));
+        const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
+        assert.match(waiting.awaiting ?? '', /unsendable: keyed-api declares no request for task\.create/);
+        // Its waits back off 1 s, 2 s, 4 s, …: before, each wrote an attempt and its answer.
+        await new Promise((resolve) => setTimeout(resolve, 8000));
+        const trail = await readTrail(stack.ledger.db, effectId);
+        assert.ok((trail?.attempts.length ?? 0) <= 1, `attempts written while it waits: ${trail?.attempts.length}`);
+        assert.equal((await objectsFor(stack, effectId)).length, 0);
+      } finally {
+        await worker.stop();
+      }
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+    },
+  );
+
+  test(
+    'a retry is not sent by a worker whose declaration puts the key in another header: contract-changed, visibly, no attempt written meanwhile',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'task:key-header-changed-1';
+      // Every request is answered 429 (not processed): attempt after attempt, each with the key in Idempotency-Key.
+      await stack.simulator.fault('status_429_before_commit', { path: '/v1/objects', count: 1000 });
+      const first = await stack.startWorker();
+      try {
+        await stack.effects.approve(taskRequest(effectId, 'req-kh-1'));
+        await waitForStage(stack, effectId, 'attempted', 'not sent');
+      } finally {
+        await first.stop();
+      }
+      const renamed = {
+        adapters: () => ({
+          'keyed-api': httpAdapter(
+            { ...keyedApiSpec, idempotencyKey: { ...keyedApiSpec.idempotencyKey!, header: 'X-Idempotency-Key' } },
+            { baseUrl: stack.simulator.url },
+          ),
+        }),
+      };
+      const changed = await stack.startWorker(renamed);
+      let before = 0;
+      try {
+        const waiting = await waitForStage(stack, effectId, 'attempted', WAITING);
+        assert.match(waiting.awaiting ?? '', /contract-changed: attempt \d+ went with keyHeader Idempotency-Key/);
+        before = (await readTrail(stack.ledger.db, effectId))?.attempts.length ?? 0;
+        await new Promise((resolve) => setTimeout(resolve, 5000));
+        assert.equal(
+          (await readTrail(stack.ledger.db, effectId))?.attempts.length,
+          before,
+          'no attempt while it waits',
+        );
+      } finally {
+        await changed.stop();
+      }
+      await stack.simulator.clearFaults();
+      const result = await stack.withWorker(() => resultOf(stack, effectId));
+      assert.equal(result.stage, 'recorded');
+      assert.equal((await objectsFor(stack, effectId)).length, 1);
+      const { trail } = await stack.effects.status(effectId);
+      assert.equal(trail.attempts.length, before + 1, 'the matching worker made the next attempt');
     },
   );
 });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import postgres from 'postgres';
 import { readbackTurns } from '../activities/readback-turns.js';
@@ -84,6 +84,29 @@ describe('readback turns in the ledger', () => {
     assert.ok(latest <= 2000 + paceIntervalMs(2), `no turn taken beyond the horizon: the last ${latest} ms out`);
     const other = await takeReadbackTurn(ledger.db, 'api-c', 2);
     assert.deepEqual(other.taken && other.waitMs < 100, true, 'another destination has its own turns');
+  });
+
+  test('a readback put off again and again becomes visible: counted each time, and past 10 in a row no longer benign', async () => {
+    // 0.5 a second, a 2 s horizon: a few turns fill it; the next readback is put off.
+    for (let i = 0; i < 4; i++) await takeReadbackTurn(ledger.db, 'api-paced', 0.5);
+    let counted = 0;
+    const putOff = async (attempt: number) => {
+      try {
+        await new MockActivityEnvironment({ attempt }).run(() =>
+          readbackTurns(ledger.db, 'api-paced', 0.5, () => counted++).first(),
+        );
+      } catch (error) {
+        if (error instanceof ApplicationFailure && error.type === 'ReadbackPaced') return error;
+        throw error;
+      }
+      return assert.fail('a turn was free');
+    };
+    const early = await putOff(2);
+    assert.equal(early.category, ApplicationFailureCategory.BENIGN, 'a storm draining: benign');
+    const late = await putOff(12);
+    assert.notEqual(late.category, ApplicationFailureCategory.BENIGN, 'put off 12 times in a row: a failure');
+    assert.match(late.message, /put off 12 times in a row/);
+    assert.equal(counted, 2);
   });
 
   // Before turns reserved for lateness this never ended: a bound makes it fail instead.

@@ -114,6 +114,12 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
     labelNames: ['destination', 'verdict'],
     registers: [registry],
   });
+  const paced = new Counter({
+    name: 'effect_ledger_readbacks_paced_total',
+    help: "Readbacks put off because the destination's readback turns were taken (its declared rate): alert when it keeps rising for one destination",
+    labelNames: ['destination'],
+    registers: [registry],
+  });
   const decisions = new Counter({
     name: 'effect_ledger_decisions_total',
     help: 'Decisions recorded, accepted or refused',
@@ -126,6 +132,7 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
       attempt: (destination) => attempts.inc({ destination }),
       outcome: (destination, outcome) => outcomes.inc({ destination, outcome }),
       readback: (destination, verdict) => readbacks.inc({ destination, verdict }),
+      readbackPaced: (destination) => paced.inc({ destination }),
       decision: (destination, decision, accepted) =>
         decisions.inc({ destination, decision, accepted: String(accepted) }),
     },

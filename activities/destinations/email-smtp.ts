@@ -7,12 +7,13 @@
 // nothing was pruned or the oldest message predates the attempt. One SMTP session per message, bounded as a
 // whole by the call timeout (smtp-session.ts).
 import nodemailer from 'nodemailer';
-import type {
-  DestinationAdapter,
-  LookupResult,
-  ReadbackRequest,
-  ReadbackResult,
-  SendOutcome,
+import {
+  DEFAULT_CLOCK_TOLERANCE_MS,
+  type DestinationAdapter,
+  type LookupResult,
+  type ReadbackRequest,
+  type ReadbackResult,
+  type SendOutcome,
 } from '../../domain/destination-contract.js';
 import { canonicalJson, sha256Hex } from '../../ledger/fingerprint.js';
 import { emailSmtpContract } from './email-smtp-contract.js';
@@ -47,7 +48,8 @@ export function messageIdFor(idempotencyKey: string): string {
   return `${local}@${MESSAGE_ID_DOMAIN}`;
 }
 
-const SKEW_MS = 5_000;
+/** Mailpit's clock against the ledger's: the same tolerance a declared listing gets by default (was 5 s). */
+const SKEW_MS = DEFAULT_CLOCK_TOLERANCE_MS;
 
 interface MailpitSummary {
   ID: string;

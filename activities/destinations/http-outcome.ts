@@ -48,15 +48,38 @@ export function classifyTransportError(error: unknown): SendOutcome {
   };
 }
 
+/** The shortest wait a Retry-After buys: `Retry-After: 0` is no licence to resend at once. */
+export const MIN_RETRY_AFTER_MS = 1000;
+
+/** A Retry-After header in ms (seconds, at least MIN_RETRY_AFTER_MS), or undefined when there is none usable. */
 export function retryAfterMs(header: string | null): number | undefined {
   if (!header) return undefined;
   const seconds = Number(header);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+  return Number.isFinite(seconds) && seconds >= 0 ? Math.max(MIN_RETRY_AFTER_MS, seconds * 1000) : undefined;
 }
 
-/** Classifies a non-2xx status. 2xx bodies are the adapter's to parse. */
-export function classifyErrorStatus(status: number, body: unknown, retryAfter: string | null): SendOutcome {
+/**
+ * Classifies a non-2xx status. 2xx bodies are the adapter's to parse. A 429, or a 503 with Retry-After, is the
+ * provider's promise that it did not process the request — a promise only, the request did leave: "not sent" (the
+ * same key goes again) only where `keyed`, a key the provider still dedupes by. Without one it is unknown: a
+ * proxy's 503 after the object was made would otherwise make a second one; readback settles it.
+ */
+export function classifyErrorStatus(
+  status: number,
+  body: unknown,
+  retryAfter: string | null,
+  { keyed = false }: { keyed?: boolean } = {},
+): SendOutcome {
   const detail: ResponseDetail = { reason: `HTTP ${status}`, body };
+  if (!keyed && (status === 429 || (status === 503 && retryAfter !== null)))
+    return {
+      class: 'unknown',
+      httpStatus: status,
+      detail: {
+        ...detail,
+        reason: `HTTP ${status}: the provider says it did not process the request, but nothing dedupes a resend (no key): readback settles it`,
+      },
+    };
   if (status === 429)
     return {
       class: 'not_sent',
@@ -124,6 +147,8 @@ export async function sendJson(
   body: unknown,
   headers: Record<string, string>,
   timeoutMs: number,
+  /** The call's own signal (SendRequest.signal): the request stops when it fires, as at the timeout. */
+  signal?: AbortSignal,
 ): Promise<JsonExchange | SendOutcome> {
   let response: Response;
   let text: string;
@@ -132,7 +157,7 @@ export async function sendJson(
       method,
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]) : AbortSignal.timeout(timeoutMs),
       // A redirect is answered, never followed: following turns a POST into a GET elsewhere (or sends it, key
       // and credential, to another host), so a 3xx is unknown — the request may have been applied — and read back.
       redirect: 'manual',

@@ -43,12 +43,9 @@ export const socialFeedSpec: HttpDestinationSpec = {
       listedAtMost: 100,
     },
   ],
-  statuses: {
-    // 503 is not "not applied" here: this provider documents no such promise and nothing dedupes a second POST,
-    // so a 503 (from the API or a proxy in front of it) may follow a post that was made. Unknown: readback, then
-    // a human. (429 stays "not sent": rate limiting happens before processing.)
-    503: { class: 'unknown', reason: 'from a destination without keys: the post may have been made' },
-  },
+  // No status overrides: without a key, a 429 or a 503 with Retry-After is unknown (the default for a key-less
+  // declaration) — the request left, and a post made before a proxy's 503 would otherwise be posted again. Readback,
+  // then a person. (A key-less declaration cannot declare either "not sent": the API refuses it.)
   callTimeoutMs: 10_000,
   // Nothing at the provider dedupes a second POST: only a human may approve one.
   retryAfterProvenAbsence: false,

@@ -197,12 +197,12 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
   {
     path: 'not-sent-resumed',
     shows:
-      'key-less post answered 429 (not sent) again and again; its run is terminated while it pauses; the re-approval starts the next run, which finds the last attempt "not sent" and sends the next with the same key: recorded, no readback',
+      'keyed refund answered 429 (not sent: the key dedupes a resend) again and again; its run is terminated while it pauses; the re-approval starts the next run, which finds the last attempt "not sent" and sends the next with the same key: recorded, no readback (a key-less 429 is unknown since issue 26)',
     effectId: 'hist:not-sent-resumed',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
-      await stack.simulator.fault('status_429_before_commit', { path: '/social/v1/posts', count: 100 });
-      const request = postRequest(effectId, 'History: resumed after not sent');
+      await stack.simulator.fault('status_429_before_commit', { path: '/v1/objects', count: 100 });
+      const request = refundRequest(effectId, 130, 'ch_h10');
       await stack.withWorker(async () => {
         await stack.effects.approve(request);
         await waitForStage(stack, effectId, 'attempted', 'not sent');

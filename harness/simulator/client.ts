@@ -6,13 +6,23 @@ import type { LoggedRequest, RequestFilter } from './request-log.js';
 import { spawnSimulator } from './spawn.js';
 import type { TrafficReport } from './traffic.js';
 
+/** An object at the keyed API, as its control reads show it. */
+export interface SimulatorObject {
+  id: string;
+  metadata: Record<string, string>;
+  request: Record<string, unknown>;
+  body_sha256: string;
+  /** Its creation time: ISO text, unix seconds (Stripe's shape), unix ms. */
+  created_at: string;
+  created: number;
+  created_ms: number;
+}
+
 export interface SimulatorProcess {
   url: string;
   child: ChildProcess;
   /** Every object at the keyed API (newest first). */
-  objects(): Promise<
-    Array<{ id: string; metadata: Record<string, string>; request: Record<string, unknown>; body_sha256: string }>
-  >;
+  objects(): Promise<SimulatorObject[]>;
   /** Every post on the key-less social feed, past what its public listing shows (the control API's view). */
   socialPosts(): Promise<Array<{ id: string; text?: string; metadata?: Record<string, string> }>>;
   /** Others post `count` times on the social feed, in one control call: older posts drop out of its newest-100 listing. */
@@ -34,6 +44,8 @@ export interface SimulatorProcess {
   held(): Promise<number>;
   retention(): Promise<number>;
   setRetention(keyRetentionMs: number): Promise<void>;
+  /** The Stripe-shaped search (/v1/objects/search) runs this far behind writes. */
+  setSearchLag(lagMs: number): Promise<void>;
   /** Above `requestsPerSecond` the API answers 429 with Retry-After (null lifts the limit). */
   rateLimit(requestsPerSecond: number | null, retryAfterSeconds?: number): Promise<void>;
   /** The provider's traffic per second (reads by path, writes, 429s), from `since` (epoch ms) on. */
@@ -56,12 +68,7 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
     child,
     stop,
     async objects() {
-      const all: Array<{
-        id: string;
-        metadata: Record<string, string>;
-        request: Record<string, unknown>;
-        body_sha256: string;
-      }> = [];
+      const all: SimulatorObject[] = [];
       let after: string | undefined;
       for (;;) {
         const page = await json<{ data: typeof all; has_more: boolean }>(
@@ -109,6 +116,15 @@ export async function startSimulator(args: string[] = []): Promise<SimulatorProc
     },
     async retention() {
       return (await json<{ keyRetentionMs: number }>(fetch(`${url}/_control/retention`))).keyRetentionMs;
+    },
+    async setSearchLag(lagMs) {
+      await json(
+        fetch(`${url}/_control/search-lag`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ lagMs }),
+        }),
+      );
     },
     async setRetention(keyRetentionMs) {
       await json(

@@ -58,6 +58,7 @@ const invalidRequest = (message: string, extra: JsonObject = {}, status = 400) =
 
 const retentionSchema = z.object({ keyRetentionMs: z.number().int().min(0) }).strict();
 const crowdSchema = z.object({ count: z.number().int().min(1).max(10_000) }).strict();
+const searchLagSchema = z.object({ lagMs: z.number().int().min(0) }).strict();
 const requestFilterSchema = z
   .object({
     method: z.string().min(1).optional(),
@@ -97,6 +98,8 @@ class ProviderWorld {
   readonly postCounts = { [OBJECTS_PATH]: 0, [POSTS_PATH]: 0 };
   readonly requests = new RequestLog();
   readonly traffic = new Traffic();
+  /** How far the Stripe-shaped search runs behind writes: an object shows in it only once this old. */
+  searchLagMs = 0;
 
   constructor(opts: ProviderSimulatorOptions) {
     this.initialRetentionMs = opts.keyRetentionMs ?? DEFAULT_KEY_RETENTION_MS;
@@ -210,8 +213,10 @@ class ProviderWorld {
     const object = this.objects.add({
       id: randomId('obj_'),
       object: 'object',
+      // Its creation time three ways, as APIs write it: unix seconds (Stripe's `created`), ISO text, unix ms.
       created: Math.floor(now.getTime() / 1000),
       created_at: now.toISOString(),
+      created_ms: now.getTime(),
       idempotency_key: key,
       metadata: body.metadata ?? {},
       body_sha256: sha256,
@@ -236,6 +241,28 @@ class ProviderWorld {
       match: filters.length === 0 ? undefined : (o) => matchesMetadata(o.metadata, filters),
     });
     send(res, { status: 200, body: { object: 'list', data: page, has_more: hasMore } });
+  }
+
+  /**
+   * Stripe's Search API shape: `query=metadata['key']:'value'`, pages of `limit` with an opaque `next_page` token
+   * (taken back as `page`), and a search that lags behind writes (`searchLagMs`, set by the control API).
+   */
+  private searchObjects({ res, url }: Ctx): void {
+    const limit = intParam(url, 'limit', 10, 100);
+    const query = url.searchParams.get('query') ?? '';
+    const clause = /^metadata\['([^']+)'\]:'([^']*)'$/.exec(query);
+    if (!clause) throw invalidRequest(`Invalid search query: ${query}`, { param: 'query' });
+    const [, key = '', value = ''] = clause;
+    const page = url.searchParams.get('page');
+    const visibleBefore = Date.now() - this.searchLagMs;
+    const { page: data, hasMore } = this.objects.newestFirst({
+      limit,
+      before: page === null ? undefined : decodeCursor(page),
+      match: (o) => matchesMetadata(o.metadata, [[key, value]]) && Number(o.created_ms) <= visibleBefore,
+    });
+    const last = data.at(-1);
+    const next = hasMore && last ? encodeCursor(this.objects.position(last.id) ?? 0) : null;
+    send(res, { status: 200, body: { object: 'search_result', data, has_more: hasMore, next_page: next } });
   }
 
   private getObject({ res, param }: Ctx): void {
@@ -311,6 +338,7 @@ class ProviderWorld {
     this.posts.clear();
     this.keys.clear();
     this.keys.retentionMs = this.initialRetentionMs;
+    this.searchLagMs = 0;
     this.faults.clear();
     this.requests.clear();
     this.postCounts[OBJECTS_PATH] = 0;
@@ -358,6 +386,7 @@ class ProviderWorld {
       handler: (ctx) => this.effectfulPost(OBJECTS_PATH, ctx, (req, before) => this.createObject(req, before)),
     },
     { method: 'GET', pattern: /^\/v1\/objects$/, handler: (ctx) => this.listObjects(ctx) },
+    { method: 'GET', pattern: /^\/v1\/objects\/search$/, handler: (ctx) => this.searchObjects(ctx) },
     { method: 'GET', pattern: /^\/v1\/objects\/([^/]+)$/, handler: (ctx) => this.getObject(ctx) },
     { method: 'GET', pattern: /^\/v1\/idempotency_keys\/([^/]+)$/, handler: (ctx) => this.getIdempotencyKey(ctx) },
     {
@@ -429,6 +458,15 @@ class ProviderWorld {
         send(res, { status: 200, body: this.traffic.report(Number(url.searchParams.get('since') ?? 0) || 0) }),
     },
     { method: 'POST', pattern: /^\/_control\/retention$/, handler: (ctx) => this.setRetention(ctx) },
+    {
+      // The Stripe-shaped search runs this far behind writes ({"lagMs": 0} catches it up).
+      method: 'POST',
+      pattern: /^\/_control\/search-lag$/,
+      handler: async ({ req, res }) => {
+        this.searchLagMs = parseControl(searchLagSchema, await readJson(req)).lagMs;
+        send(res, { status: 200, body: { lagMs: this.searchLagMs } });
+      },
+    },
     {
       method: 'GET',
       pattern: /^\/_control\/retention$/,

@@ -108,7 +108,8 @@ export class FillReconcilerPage extends Step {
  */
 export class NotSentStreak extends Step {
   constructor(
-    readonly kind: 'post' | 'task',
+    /** Keyed only: a key-less 429 is unknown since issue 26, never "not sent". */
+    readonly kind: 'task',
     readonly answers: number,
   ) {
     super();
@@ -121,7 +122,7 @@ export class NotSentStreak extends Step {
     const { effectId, request } = newEffect(m, r, this.kind, 'Quarterly report', { shortRuns: true });
     bump(r, 'approvals');
     bump(r, 'not-sent streaks (429 until the server suggests continue-as-new)');
-    const path = this.kind === 'post' ? '/social/v1/posts' : '/v1/objects';
+    const path = '/v1/objects';
     await r.stack.simulator.fault('status_429_before_commit', { path, count: this.answers });
     try {
       await r.stack.effectsShortRuns.approve(request);
@@ -143,7 +144,8 @@ export class NotSentStreak extends Step {
  */
 export class TerminatedInPause extends Step {
   constructor(
-    readonly kind: 'post' | 'task',
+    /** Keyed only: a key-less 429 is unknown since issue 26, never "not sent". */
+    readonly kind: 'task',
     readonly answers: number,
   ) {
     super();
@@ -159,7 +161,7 @@ export class TerminatedInPause extends Step {
     const effect: ModelEffect = { effectId, kind: this.kind, request, origin: 'approved' };
     m.effects.push(effect);
     bump(r, 'approvals');
-    const path = this.kind === 'post' ? '/social/v1/posts' : '/v1/objects';
+    const path = '/v1/objects';
     await r.stack.simulator.fault('status_429_before_commit', { path, reference: effectId, count: this.answers });
     try {
       await r.stack.effects.approve(request);
