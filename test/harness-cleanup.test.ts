@@ -150,25 +150,22 @@ test(
     }),
 );
 
-test(
-  'the check bites: without the reaper, the simulator and Mailpit outlive the harness',
-  { timeout: 240_000 },
-  () =>
-    killStuckHarness({ EFFECT_LEDGER_HARNESS_REAPER: 'off' }, async (started) => {
-      // Nothing but the reaper ties them to us. Asserting that nothing happens takes a bounded wait: well past
-      // the time the reaper needed above.
-      await new Promise((resolve) => setTimeout(resolve, Math.max(3000, 2 * goneWithinMs)));
-      const children = childrenOf(started);
-      // The worker process and the dev server may end on their own once their output's reader is gone (a log line
-      // meets a broken pipe; the dev server logs as it serves): the bite is on what nothing else ties to us — the
-      // simulator and Mailpit.
-      const untied = [started.simulator, ...started.mailpit];
-      try {
-        assert.deepEqual(untied.filter(running), untied);
-      } finally {
-        for (const pid of children) if (running(pid)) process.kill(pid, 'SIGKILL');
-      }
-    }),
+test('the check bites: without the reaper, the simulator and Mailpit outlive the harness', { timeout: 240_000 }, () =>
+  killStuckHarness({ EFFECT_LEDGER_HARNESS_REAPER: 'off' }, async (started) => {
+    // Nothing but the reaper ties them to us. Asserting that nothing happens takes a bounded wait: well past
+    // the time the reaper needed above.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(3000, 2 * goneWithinMs)));
+    const children = childrenOf(started);
+    // The worker process and the dev server may end on their own once their output's reader is gone (a log line
+    // meets a broken pipe; the dev server logs as it serves): the bite is on what nothing else ties to us — the
+    // simulator and Mailpit.
+    const untied = [started.simulator, ...started.mailpit];
+    try {
+      assert.deepEqual(untied.filter(running), untied);
+    } finally {
+      for (const pid of children) if (running(pid)) process.kill(pid, 'SIGKILL');
+    }
+  }),
 );
 
 test('a stopped test run (Ctrl-C, a cancelled CI job) stops the files it is running', {

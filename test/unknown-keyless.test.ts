@@ -387,7 +387,8 @@ describe('UNKNOWN on a key-less destination', () => {
       assert.deepEqual(
         trail.decisions.map((d) => [d.kind, d.accepted]),
         [
-          ['abandon', false],
+          ['abandon', false], // the forced one, refused
+          ...Array.from({ length: 4 }, () => ['abandon', false]), // the stale ones
           ['abandon', true],
         ],
       );
