@@ -152,7 +152,7 @@ export async function startStack({
       taskQueue,
       workflowBundle: code,
       // The stack's build is its workflow code; it routes new effects as soon as it polls.
-      deployment: stackDeployment(code.code),
+      deployment: stackDeployment(code.code, taskQueue),
       becomeCurrent: options.becomeCurrent ?? true,
       db: ledger.db,
       destinations: (options.adapters ?? createDestinations)({

@@ -5,7 +5,7 @@ import { tracingRequested } from '../client/tracing.js';
 import { spawnSupervised } from '../stack/reaper.js';
 import { BUILD_ID_ENV, DEPLOYMENT_NAME_ENV } from '../workers/deployment.js';
 import { type Stack, stackEnvironment } from './local-stack.js';
-import { stackDeploymentOfFile, workflowBundlePath } from './workflow-bundle.js';
+import { stackDeploymentName, stackDeploymentOfFile, workflowBundlePath } from './workflow-bundle.js';
 
 const defaultEntry = fileURLToPath(new URL('../workers/main.ts', import.meta.url));
 
@@ -50,8 +50,8 @@ export async function startWorkerProcess(
   // Its build is its workflow code (the packaged command bundles for itself: a build of its own), made current as
   // soon as it polls; a test's env may name another.
   const version = bundlePath
-    ? stackDeploymentOfFile(bundlePath)
-    : { deploymentName: 'effect-ledger', buildId: 'package' };
+    ? stackDeploymentOfFile(bundlePath, stack.taskQueue)
+    : { deploymentName: stackDeploymentName(stack.taskQueue), buildId: 'package' };
   const { child, exited } = spawnSupervised(file, args, {
     env: {
       ...stackEnvironment(stack),

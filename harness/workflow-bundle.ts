@@ -86,15 +86,24 @@ export async function loadWorkflowBundle(code: WorkflowCode = 'current'): Promis
   return { code: readFileSync(path, 'utf8'), sourceMap: readFileSync(`${path}.map`, 'utf8') };
 }
 
-/** The deployment every stack's workers belong to (each stack has a Temporal of its own). */
+/** The deployment every stack's workers belong to, with the stack's task queue after it. */
 export const STACK_DEPLOYMENT = 'effect-ledger';
 
+/**
+ * A stack's deployment: one per task queue, so stacks sharing a server (the chaos run's seeds) neither route each
+ * other's effects (a deployment's current version is the whole deployment's) nor queue behind one deployment's
+ * workflow, whose in-flight updates the server caps at 10.
+ */
+export function stackDeploymentName(taskQueue: string): string {
+  return `${STACK_DEPLOYMENT}-${taskQueue}`;
+}
+
 /** The version a worker running this bundle belongs to in a test stack. */
-export function stackDeployment(bundleCode: string): DeploymentVersion {
-  return { deploymentName: STACK_DEPLOYMENT, buildId: buildIdOf(bundleCode) };
+export function stackDeployment(bundleCode: string, taskQueue: string): DeploymentVersion {
+  return { deploymentName: stackDeploymentName(taskQueue), buildId: buildIdOf(bundleCode) };
 }
 
 /** The same, for the bundle in a file (a worker process's EFFECT_LEDGER_WORKFLOW_BUNDLE). */
-export function stackDeploymentOfFile(path: string): DeploymentVersion {
-  return stackDeployment(readFileSync(path, 'utf8'));
+export function stackDeploymentOfFile(path: string, taskQueue: string): DeploymentVersion {
+  return stackDeployment(readFileSync(path, 'utf8'), taskQueue);
 }

@@ -73,25 +73,36 @@ export async function planBulk(
   client: Client,
   request: Omit<BulkPlan, 'effects' | 'batch'>,
   onProgress?: (seen: number) => void,
+  concurrency = 16,
 ): Promise<BulkPlan> {
   const query = `WorkflowType = '${EFFECT_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND (${request.where})`;
-  const effects: PlannedDecision[] = [];
-  for await (const execution of client.workflow.list({ query })) {
-    const handle = client.workflow.getHandle(execution.workflowId);
+  const ids: string[] = [];
+  for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
+  // Each live view is a query a worker answers: several at once, or planning 10,000 takes longer than the drain.
+  const effects: PlannedDecision[] = new Array(ids.length);
+  let next = 0;
+  let seen = 0;
+  const planOne = async (effectId: string): Promise<PlannedDecision> => {
     try {
-      const status = await handle.query(statusQuery);
+      const status = await client.workflow.getHandle(effectId).query(statusQuery);
       const skip = skipReason(request.action, status);
-      effects.push({
-        effectId: execution.workflowId,
+      return {
+        effectId,
         stage: status.stage,
         ...(status.awaiting ? { awaiting: status.awaiting } : {}),
         ...(skip ? { skip } : status.decideOn ? { bind: status.decideOn } : {}),
-      });
+      };
     } catch (error) {
-      effects.push({ effectId: execution.workflowId, stage: '?', skip: `no live view: ${(error as Error).message}` });
+      return { effectId, stage: '?', skip: `no live view: ${(error as Error).message}` };
     }
-    onProgress?.(effects.length);
-  }
+  };
+  const lane = async () => {
+    for (let i = next++; i < ids.length; i = next++) {
+      effects[i] = await planOne(ids[i] as string);
+      onProgress?.(++seen);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
   return { ...request, batch: randomUUID(), effects };
 }
 

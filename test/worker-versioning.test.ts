@@ -17,7 +17,7 @@ import type { HistoryJson } from '../harness/histories/history-file.js';
 import { pathOf } from '../harness/histories/history-file.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest } from '../harness/sample-requests.js';
-import { loadWorkflowBundle, STACK_DEPLOYMENT } from '../harness/workflow-bundle.js';
+import { loadWorkflowBundle, stackDeploymentName } from '../harness/workflow-bundle.js';
 import { locateTemporalCli } from '../stack/temporal-cli.js';
 import { waitFor } from '../stack/wait-for.js';
 import { buildIdOf } from '../workers/deployment.js';
@@ -44,7 +44,7 @@ async function setCurrentVersion(buildId: string): Promise<void> {
   await waitFor(async () => {
     const { workerDeploymentVersionInfo } = await stack.env.connection.workflowService.describeWorkerDeploymentVersion({
       namespace: stack.namespace,
-      deploymentVersion: { deploymentName: STACK_DEPLOYMENT, buildId },
+      deploymentVersion: { deploymentName: stackDeploymentName(stack.taskQueue), buildId },
     });
     return (workerDeploymentVersionInfo?.taskQueueInfos?.length ?? 0) >= 3;
   }, `build ${buildId} to poll the effects' task queue and both readback queues`);
@@ -59,7 +59,7 @@ async function setCurrentVersion(buildId: string): Promise<void> {
     '--namespace',
     stack.namespace,
     '--deployment-name',
-    STACK_DEPLOYMENT,
+    stackDeploymentName(stack.taskQueue),
     '--build-id',
     buildId,
     '--yes',
@@ -98,7 +98,7 @@ describe('shipping a workflow change as a new build', () => {
 
       await setCurrentVersion(buildIdOf(build2.code));
       // What docs/deploy.md has an operator ask to see what an old build still carries.
-      const onBuild1 = `TemporalWorkerDeploymentVersion = "${STACK_DEPLOYMENT}:${buildIdOf(build1.code)}" AND ExecutionStatus = "Running"`;
+      const onBuild1 = `TemporalWorkerDeploymentVersion = "${stackDeploymentName(stack.taskQueue)}:${buildIdOf(build1.code)}" AND ExecutionStatus = "Running"`;
       assert.equal(
         (await stack.env.client.workflow.count(onBuild1)).count,
         1,

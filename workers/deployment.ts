@@ -73,7 +73,15 @@ export function versionName({ deploymentName, buildId }: DeploymentVersion): str
 }
 
 /** The gRPC status codes these calls answer with (grpc-js's `status`, which the SDK does not re-export). */
-const GrpcStatus = { NOT_FOUND: 5, FAILED_PRECONDITION: 9, ABORTED: 10, UNIMPLEMENTED: 12 } as const;
+const GrpcStatus = {
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  UNIMPLEMENTED: 12,
+  UNAVAILABLE: 14,
+} as const;
 const grpcCode = (error: unknown) => (error as { code?: unknown } | null)?.code;
 
 /**
@@ -140,6 +148,15 @@ export async function currentVersion(
  * its workers poll (the server knows a version only from its pollers). For development stacks, tests and the demo;
  * a production rollout sets it by hand or ramps (docs/deploy.md). Resolves at once when it already is current.
  */
+const RETRY_ROUTING = new Set<number>([
+  GrpcStatus.NOT_FOUND,
+  GrpcStatus.FAILED_PRECONDITION,
+  GrpcStatus.ABORTED,
+  GrpcStatus.RESOURCE_EXHAUSTED,
+  GrpcStatus.UNAVAILABLE,
+  GrpcStatus.DEADLINE_EXCEEDED,
+]);
+
 export async function becomeCurrentVersion(
   service: WorkflowService,
   namespace: string,
@@ -147,12 +164,12 @@ export async function becomeCurrentVersion(
   { identity = 'effect-ledger', signal }: { identity?: string; signal?: AbortSignal } = {},
 ): Promise<void> {
   for (let wait = 50, tries = 0; ; wait = Math.min(wait * 2, 1000), tries++) {
-    const { current, latest } = await routingOf(service, namespace, version.deploymentName);
-    if (current?.buildId === version.buildId) return;
-    // Until the server has met this build's pollers, asking would only be refused (and logged by the server).
-    const known = latest?.buildId === version.buildId || tries >= 10;
-    if (known)
-      try {
+    try {
+      const { current, latest } = await routingOf(service, namespace, version.deploymentName);
+      if (current?.buildId === version.buildId) return;
+      // Until the server has met this build's pollers, asking would only be refused (and logged by the server).
+      const known = latest?.buildId === version.buildId || tries >= 10;
+      if (known) {
         await service.setWorkerDeploymentCurrentVersion({
           namespace,
           deploymentName: version.deploymentName,
@@ -163,13 +180,14 @@ export async function becomeCurrentVersion(
           ignoreMissingTaskQueues: true,
         });
         return;
-      } catch (error) {
-        // Not yet known to the server (its pollers have not reached it), or another worker of the same build is
-        // setting it at the same moment: ask again.
-        const code = grpcCode(error);
-        if (code !== GrpcStatus.NOT_FOUND && code !== GrpcStatus.FAILED_PRECONDITION && code !== GrpcStatus.ABORTED)
-          throw error;
       }
+    } catch (error) {
+      // Not yet known to the server (its pollers have not reached it), another worker of the same build setting it
+      // at the same moment, or the deployment's own workflow busy (its in-flight updates are capped: many task queues
+      // registering at once answer RESOURCE_EXHAUSTED) or unreachable for a moment: ask again.
+      const code = grpcCode(error);
+      if (typeof code !== 'number' || !RETRY_ROUTING.has(code)) throw error;
+    }
     if (signal?.aborted) throw signal.reason;
     await new Promise((resolve) => setTimeout(resolve, wait));
   }
