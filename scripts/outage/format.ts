@@ -60,18 +60,21 @@ export function formatOutage(report: OutageReport): string {
     ...(report.lookNow
       ? [
           `bulk look-now once the provider was back: ${report.lookNow.asked} of ${report.lookNow.planned} asked, ` +
-            `${report.lookNow.skipped} skipped, ${report.lookNow.failed} failed (dry run ${s(report.lookNow.planMs)}, ` +
+            `${report.lookNow.skipped} skipped, ${report.lookNow.closedMeanwhile} settled before their signal, ` +
+            `${report.lookNow.failed} failed${report.lookNow.failures ? ` (${report.lookNow.failures.join('; ')})` : ''} (dry run ${s(report.lookNow.planMs)}, ` +
             `signals ${s(report.lookNow.sendMs)})`,
         ]
       : []),
     `ledger ${report.ledgerBytesPerEffect} bytes/effect, Temporal history ${report.historyBytesPerEffect} bytes/effect ` +
       `(${report.historyBytesFrom})`,
-    ...(report.workerCpuMsPerWaitingEffectPerHour === undefined
-      ? []
-      : [
-          `worker CPU while the outage held: ${report.workerCpuMsPerWaitingEffectPerHour.toFixed(0)} ms per waiting ` +
-            'effect per hour (all workers; their looks failing and retried)',
-        ]),
+    ...(report.workerCpuMsPerWaitingEffectPerHour
+      ? [
+          `worker CPU while the outage held: ${report.workerCpuMsPerWaitingEffectPerHour.gross.toFixed(0)} ms per ` +
+            `waiting effect per hour, ${report.workerCpuMsPerWaitingEffectPerHour.net.toFixed(0)} less the workers' ` +
+            `idle ${(report.workerCpuMsPerWaitingEffectPerHour.idlePerHour / 1000).toFixed(1)} CPU s/h (all workers; ` +
+            "the parked effects' looks failing and retried)",
+        ]
+      : []),
     ...(report.looks
       ? [
           `a look (probe: ${report.looks.effects} effects waiting for a person, looking every second for ` +

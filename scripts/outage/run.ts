@@ -117,7 +117,11 @@ export interface LookNowReport {
   planned: number;
   asked: number;
   skipped: number;
+  /** Signals that failed because the effect settled between the dry run and its signal. */
+  closedMeanwhile: number;
+  /** Signals that failed to a running effect, and the first few of them. */
   failed: number;
+  failures?: string[];
   /** The dry run (a visibility query and a status query per effect) and the signals. */
   planMs: number;
   sendMs: number;
@@ -143,8 +147,11 @@ export interface OutageReport {
   final: Record<string, number>;
   lookNow?: LookNowReport;
   drain?: DrainRatio;
-  /** Worker CPU milliseconds per parked effect per hour while the outage held (their looks failing, retried). */
-  workerCpuMsPerWaitingEffectPerHour?: number;
+  /**
+   * Worker CPU milliseconds per parked effect per hour while the outage held (their looks failing, retried): all of
+   * the workers' CPU (gross), and less what they used idle before any effect (net; idlePerHour, all workers).
+   */
+  workerCpuMsPerWaitingEffectPerHour?: { gross: number; net: number; idlePerHour: number };
   /** The looks probe: history events and bytes per look and per wake (workflow v7: 0 per look). */
   looks?: LookCost;
   /** History events per waiting effect per day at each destination's default schedule, from the probe's per look. */
@@ -157,6 +164,8 @@ export interface OutageReport {
 }
 
 const CLK_TCK = 100;
+/** How long the workers' idle CPU is read before the outage. */
+const IDLE_MEASURE_MS = 10_000;
 const PAGE_MIB = 4096 / 1048576;
 
 /** RSS (MiB) and CPU ticks of a process, from /proc. */
@@ -278,6 +287,13 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     const retrying = Object.values(destinationContracts)
       .filter((c) => c.retryAfterProvenAbsence)
       .map((c) => c.name);
+    // The workers' own CPU with nothing to do (pollers, the ledger reconciler), so the hold's can be told apart.
+    const idleTicks = () => workers.reduce((n, w) => n + (processStat(w.child.pid ?? 0)?.ticks ?? 0), 0);
+    const idleFrom = { ticks: idleTicks(), at: Date.now() };
+    await sleep(IDLE_MEASURE_MS);
+    const idleWorkerCpuMsPerHour =
+      (((idleTicks() - idleFrom.ticks) / CLK_TCK) * 1000) / ((Date.now() - idleFrom.at) / 3_600_000);
+
     const began = Date.now();
     let recoveredAt: Date | null = null;
     const samples: Sample[] = [];
@@ -419,9 +435,14 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       providerRatePerSecond: opts.providerRatePerSecond,
     });
     const hold = phases.find((p) => p.name === 'hold');
-    const workerCpuMsPerWaitingEffectPerHour =
-      hold && parked && hold.endedMs > hold.startedMs
-        ? hold.workerCpuMs / parked / ((hold.endedMs - hold.startedMs) / 3_600_000)
+    const holdHours = hold ? (hold.endedMs - hold.startedMs) / 3_600_000 : 0;
+    const workerCpu =
+      hold && parked && holdHours > 0
+        ? {
+            gross: hold.workerCpuMs / parked / holdHours,
+            net: Math.max(0, hold.workerCpuMs - idleWorkerCpuMsPerHour * holdHours) / parked / holdHours,
+            idlePerHour: idleWorkerCpuMsPerHour,
+          }
         : undefined;
 
     const traffic = (await stack.simulator.traffic(began)).seconds;
@@ -490,7 +511,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       final: last.stages,
       ...(lookNow ? { lookNow } : {}),
       drain,
-      ...(workerCpuMsPerWaitingEffectPerHour === undefined ? {} : { workerCpuMsPerWaitingEffectPerHour }),
+      ...(workerCpu ? { workerCpuMsPerWaitingEffectPerHour: workerCpu } : {}),
       ...(looks ? { looks } : {}),
       ...(historyEventsPerWaitingEffectPerDay ? { historyEventsPerWaitingEffectPerDay } : {}),
       ...(waitingHistory ? { waitingHistory } : {}),
@@ -513,14 +534,28 @@ async function bulkLookNow(stack: Stack, log: (line: string) => void): Promise<L
   });
   const planMs = Date.now() - t0;
   const outcomes = await sendBulk(stack.effects, plan, { concurrency: 16 });
+  const sendMs = Date.now() - t0 - planMs;
   const count = (result: string) => outcomes.filter((o) => o.result === result).length;
+  // A signal to an effect that settled between the dry run and its signal fails: it no longer waits, so that is
+  // not a failure of the look-now. Anything else is.
+  const failures = await Promise.all(
+    outcomes
+      .filter((o) => o.result === 'failed')
+      .map(async (o) => {
+        const { status } = await stack.env.client.workflow.getHandle(o.effectId).describe();
+        return status.name === 'RUNNING' ? `${o.effectId}: ${o.detail}` : undefined;
+      }),
+  );
+  const failed = failures.filter((f): f is string => f !== undefined);
   const report = {
     planned: plan.effects.length,
     asked: count('asked'),
     skipped: count('skipped'),
-    failed: count('failed'),
+    closedMeanwhile: count('failed') - failed.length,
+    failed: failed.length,
+    ...(failed.length ? { failures: failed.slice(0, 10) } : {}),
     planMs,
-    sendMs: Date.now() - t0 - planMs,
+    sendMs,
   };
   log(
     `bulk look-now: ${report.asked} of ${report.planned} asked (dry run ${(planMs / 1000).toFixed(1)} s, signals ${(report.sendMs / 1000).toFixed(1)} s)`,
