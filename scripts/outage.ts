@@ -3,7 +3,7 @@
 // the chart (SVG) and the raw report (JSON) into artifacts/.
 //
 //   npm run outage -- [--target cluster|dev] [--effects 300] [--hold-s 30] [--rate 40] [--workers 3]
-//                     [--concurrency 8] [--cache n] [--no-look-now] [--probe-effects 3] [--probe-window-s 15]
+//                     [--concurrency 8] [--cache n] [--look-now dry-run|direct|none] [--probe-effects 3] [--probe-window-s 15]
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SingleBar } from 'cli-progress';
@@ -12,7 +12,7 @@ import { projectRoot } from '../workers/config.js';
 import { formatAudit } from './audit/audit.js';
 import { outageChart } from './outage/chart.js';
 import { formatOutage } from './outage/format.js';
-import { runOutage } from './outage/run.js';
+import { LOOK_NOW_MODES, type LookNowMode, runOutage } from './outage/run.js';
 
 const int = (raw: string) => {
   if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new InvalidArgumentError('expected a positive integer');
@@ -40,8 +40,15 @@ const opts = new Command('outage')
   .option('--cache <n>', "each worker's sticky cache (maxCachedWorkflows)", int)
   .option('--phase-limit-s <s>', 'the longest a phase (park, recover) may take before the run moves on', int, 1800)
   .option(
-    '--no-look-now',
-    'once the provider is back, leave the parked effects to their scheduled looks (no bulk look-now)',
+    '--look-now <dry-run|direct|none>',
+    "once the provider is back, every parked effect looks now: as an operator's `effect decide --look-now` (its dry " +
+      'run, then the signals), one signal each at once from the ledger, or none (their scheduled looks)',
+    (raw: string) => {
+      if (!(LOOK_NOW_MODES as readonly string[]).includes(raw))
+        throw new InvalidArgumentError(`expected ${LOOK_NOW_MODES.join(', ')}`);
+      return raw;
+    },
+    'dry-run',
   )
   .option(
     '--probe-effects <n>',
@@ -60,7 +67,7 @@ const opts = new Command('outage')
     concurrency: number;
     cache?: number;
     phaseLimitS: number;
-    lookNow: boolean;
+    lookNow: LookNowMode;
     probeEffects: number;
     probeWindowS: number;
   }>();

@@ -59,9 +59,9 @@ export function formatOutage(report: OutageReport): string {
       : []),
     ...(report.lookNow
       ? [
-          `bulk look-now once the provider was back: ${report.lookNow.asked} of ${report.lookNow.planned} asked, ` +
+          `bulk look-now (${report.lookNow.mode}) once the provider was back: ${report.lookNow.asked} of ${report.lookNow.planned} asked, ` +
             `${report.lookNow.skipped} skipped, ${report.lookNow.closedMeanwhile} settled before their signal, ` +
-            `${report.lookNow.failed} failed${report.lookNow.failures ? ` (${report.lookNow.failures.join('; ')})` : ''} (dry run ${s(report.lookNow.planMs)}, ` +
+            `${report.lookNow.failed} failed${report.lookNow.failures ? ` (${report.lookNow.failures.join('; ')})` : ''} (${report.lookNow.mode === 'dry-run' ? 'dry run' : 'ledger query'} ${s(report.lookNow.planMs)}, ` +
             `signals ${s(report.lookNow.sendMs)})`,
         ]
       : []),

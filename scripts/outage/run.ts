@@ -48,8 +48,12 @@ export interface OutageOptions {
   maxCachedWorkflows?: number;
   /** Give up waiting for a phase after this long. */
   phaseTimeoutMs?: number;
-  /** Once the provider is back, ask every parked effect to look now (bulk look-now; default true). */
-  lookNow?: boolean;
+  /**
+   * Once the provider is back, every parked effect is asked to look now: `dry-run` (the default) as an operator does,
+   * `effect decide --look-now` (a visibility query and a status query per effect, then the signals); `direct`, one
+   * signal to each effect the ledger holds in UNKNOWN, at once; `none` leaves them to their scheduled looks.
+   */
+  lookNow?: LookNowMode;
   /** The looks probe: effects waiting for a person that look every second (default 3; 0 skips it). */
   probeEffects?: number;
   /** How long the probe's looks are watched (default 15 s). */
@@ -112,8 +116,12 @@ export interface DrainRatio {
   ratio: number;
 }
 
+export const LOOK_NOW_MODES = ['dry-run', 'direct', 'none'] as const;
+export type LookNowMode = (typeof LOOK_NOW_MODES)[number];
+
 /** What the bulk look-now after the provider returned did. */
 export interface LookNowReport {
+  mode: Exclude<LookNowMode, 'none'>;
   planned: number;
   asked: number;
   skipped: number;
@@ -122,7 +130,7 @@ export interface LookNowReport {
   /** Signals that failed to a running effect, and the first few of them. */
   failed: number;
   failures?: string[];
-  /** The dry run (a visibility query and a status query per effect) and the signals. */
+  /** The dry run (a visibility query and a status query per effect; direct: the ledger's query) and the signals. */
   planMs: number;
   sendMs: number;
 }
@@ -217,7 +225,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     workers: 3,
     approvalConcurrency: 8,
     phaseTimeoutMs: 30 * 60_000,
-    lookNow: true,
+    lookNow: 'dry-run' as LookNowMode,
     probeEffects: 3,
     probeWindowMs: 15_000,
     ...options,
@@ -417,7 +425,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       opts.effects;
     // The operator's move once the provider is back: every effect waiting in UNKNOWN looks now, not at its next
     // scheduled look (a dry run first, then one signal each: scripts/bulk-decide.ts, `effect decide --look-now`).
-    const asking = opts.lookNow ? bulkLookNow(stack, log) : Promise.resolve(undefined);
+    const asking = opts.lookNow === 'none' ? Promise.resolve(undefined) : bulkLookNow(stack, opts.lookNow, log);
     const last = await phase('recover', settledWhen);
     const drainMs = Date.now() - recoverStarted;
     const settled = settledWhen(last);
@@ -524,14 +532,29 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
 }
 
 /** Every effect waiting in UNKNOWN looks now: the dry run over visibility, then one look-now signal each. */
-async function bulkLookNow(stack: Stack, log: (line: string) => void): Promise<LookNowReport> {
+async function bulkLookNow(
+  stack: Stack,
+  mode: Exclude<LookNowMode, 'none'>,
+  log: (line: string) => void,
+): Promise<LookNowReport> {
   const t0 = Date.now();
-  const plan = await planBulk(stack.env.client, {
-    action: 'look-now',
+  const request = {
+    action: 'look-now' as const,
     where: "EffectStage = 'unknown'",
     actor: 'ops@example.com',
     reason: 'the provider is back',
-  });
+  };
+  const plan =
+    mode === 'dry-run'
+      ? await planBulk(stack.env.client, request)
+      : {
+          ...request,
+          batch: 'outage',
+          effects: (
+            await stack.ledger.sql<{ effectId: string }[]>`
+              SELECT effect_id AS "effectId" FROM effects WHERE stage = 'unknown' ORDER BY effect_id`
+          ).map(({ effectId }) => ({ effectId, stage: 'unknown' })),
+        };
   const planMs = Date.now() - t0;
   const outcomes = await sendBulk(stack.effects, plan, { concurrency: 16 });
   const sendMs = Date.now() - t0 - planMs;
@@ -548,6 +571,7 @@ async function bulkLookNow(stack: Stack, log: (line: string) => void): Promise<L
   );
   const failed = failures.filter((f): f is string => f !== undefined);
   const report = {
+    mode,
     planned: plan.effects.length,
     asked: count('asked'),
     skipped: count('skipped'),
@@ -558,7 +582,7 @@ async function bulkLookNow(stack: Stack, log: (line: string) => void): Promise<L
     sendMs,
   };
   log(
-    `bulk look-now: ${report.asked} of ${report.planned} asked (dry run ${(planMs / 1000).toFixed(1)} s, signals ${(report.sendMs / 1000).toFixed(1)} s)`,
+    `bulk look-now (${mode}): ${report.asked} of ${report.planned} asked (dry run ${(planMs / 1000).toFixed(1)} s, signals ${(report.sendMs / 1000).toFixed(1)} s)`,
   );
   return report;
 }
