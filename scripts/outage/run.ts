@@ -582,7 +582,7 @@ async function bulkLookNow(
     sendMs,
   };
   log(
-    `bulk look-now (${mode}): ${report.asked} of ${report.planned} asked (dry run ${(planMs / 1000).toFixed(1)} s, signals ${(report.sendMs / 1000).toFixed(1)} s)`,
+    `bulk look-now (${mode}): ${report.asked} of ${report.planned} asked (${mode === 'dry-run' ? 'dry run' : 'ledger query'} ${(planMs / 1000).toFixed(1)} s, signals ${(report.sendMs / 1000).toFixed(1)} s)`,
   );
   return report;
 }
