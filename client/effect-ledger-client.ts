@@ -69,7 +69,10 @@ export interface EffectLedgerClientOptions {
   callTimeoutMs?: number;
   /** How often an effect awaiting a human is read back again (default 10 minutes). */
   readbackIntervalMs?: number;
-  /** Readbacks per run while a human is awaited before the run continues as new (default 24). */
+  /**
+   * Times a run wakes while it waits (a verdict that changed, a decision, a look-now) before it continues as new
+   * (workflow v7, default 50; its looks are not wakes). Runs on v6 counted their readbacks here (default 24).
+   */
   readbacksPerRun?: number;
   /** Overrides every destination's readback cap while a person is awaited (tests keep readbacks frequent). */
   readbackMaxIntervalMs?: number;

@@ -6,12 +6,16 @@
 //
 //   main      N effects at concurrency C, bare and ledgered alternately (ABBA), --rounds rounds each, with
 //             --main-workers worker processes of each kind (the idle kind paused: --pause-idle)
-//   history   events and bytes per effect (fetchHistory on a sample of the last round)
+//   history   events and bytes per effect (fetchHistory on a sample of the last round): the happy path's
+//             events against a bare workflow's
 //   sql       a small in-process phase: statements and transactions per effect, approval + worker
 //   scaling   throughput at each --concurrency-levels, and with each --worker-counts worker processes
-//   waiting   --waiting effects left in `unknown` awaiting a human: worker RSS, history bytes per day,
-//             readbacks per hour per effect, and the approval rate of --rate-effects fresh effects with
-//             none waiting and with them all waiting
+//   waiting   --waiting effects left in `unknown` awaiting a human: worker RSS, and the approval rate of
+//             --rate-effects fresh effects with none waiting and with them all waiting
+//   looks     --look-effects effects awaiting a human, looking every --look-interval-ms (workflow v7: each
+//             look a retry of the one activity watchForObject): history events and bytes per look (from
+//             the histories before and after --look-window-s, the looks counted in the ledger), per wake
+//             (a decision refused as stale, a look-now), and what that makes a day at the default schedule
 //
 // Writes a table to stdout and bench.json + bench.svg to --out (artifacts/bench by default).
 import { randomBytes } from 'node:crypto';
@@ -26,6 +30,7 @@ import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import type { BareEffectInput } from '../harness/bench/bare-activities.js';
 import type { bareEffect } from '../harness/bench/bare-workflow.js';
 import { cpuByRole, cpuMsPerEffect, type Role } from '../harness/bench/cpu.js';
+import { measureLookCost } from '../harness/bench/look-cost.js';
 import { memoryOf, resetPeak, startBareWorkerProcess } from '../harness/bench/processes.js';
 import { type LatencySummary, renderChart, type Series, summarize, table } from '../harness/bench/report.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
@@ -66,9 +71,9 @@ interface Options {
   waiting?: number;
   waitingIntervalMs?: number;
   absenceGraceMs?: number;
-  growthEffects?: number;
-  growthIntervalMs?: number;
-  growthWindowS?: number;
+  lookEffects?: number;
+  lookIntervalMs?: number;
+  lookWindowS?: number;
   out: string;
 }
 
@@ -115,17 +120,17 @@ const opts = new Command('bench')
     int(0),
   )
   .option(
-    '--growth-effects <n>',
-    'waiting effects read back fast to measure history growth (default 10; quick 3)',
-    int(1),
+    '--look-effects <n>',
+    'looks: effects awaiting a human that look often, to measure what a look and a wake add to history; 0 skips (default 10; quick 3)',
+    int(0),
   )
   .option(
     '--rate-effects <n>',
     'waiting: fresh effects approved and recorded with none waiting, then with all waiting, 0 skips (default 200; quick 5)',
     int(0),
   )
-  .option('--growth-interval-ms <ms>', 'their short readback interval (default 2000)', int(200))
-  .option('--growth-window-s <s>', 'how long their history growth is measured (default 30; quick 10)', int(1))
+  .option('--look-interval-ms <ms>', 'their short interval between looks (default 2000)', int(200))
+  .option('--look-window-s <s>', 'how long their looks are watched (default 30; quick 10)', int(1))
   .option('--out <dir>', 'where bench.json and bench.svg go', 'artifacts/bench')
   .parse()
   .opts<Options>();
@@ -148,9 +153,9 @@ const config = {
   waitingIntervalMs: opts.waitingIntervalMs ?? 600_000,
   absenceGraceMs: opts.absenceGraceMs,
   rateEffects: pick(opts.rateEffects, 200, 5),
-  growthEffects: pick(opts.growthEffects, 10, 3),
-  growthIntervalMs: opts.growthIntervalMs ?? 2000,
-  growthWindowS: pick(opts.growthWindowS, 30, 10),
+  lookEffects: pick(opts.lookEffects, 10, 3),
+  lookIntervalMs: opts.lookIntervalMs ?? 2000,
+  lookWindowS: pick(opts.lookWindowS, 30, 10),
   quick,
 };
 const outDir = resolve(opts.out);
@@ -324,7 +329,6 @@ async function run(
 interface HistorySize {
   events: number;
   bytes: number;
-  readbacks: number;
   /** ActivityTaskScheduled events: the activities the effect ran (each a task round trip). */
   activities: number;
   /** Events by type (EVENT_TYPE_ dropped): where the events come from. */
@@ -348,7 +352,6 @@ async function historyOf(client: Client, workflowId: string): Promise<HistorySiz
   return {
     events: events.length,
     bytes: proto.temporal.api.history.v1.History.encode(history).finish().length,
-    readbacks: events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readBack').length,
     activities: events.filter((e) => e.activityTaskScheduledEventAttributes).length,
     types,
     runId,
@@ -573,45 +576,6 @@ async function waitingPhase(bench: Bench) {
   await new Promise((r) => setTimeout(r, 3000));
   const after = workers.map((w) => memoryOf(w.child.pid));
   const rateWhileWaiting = await approvalRate(bench, `rate-${n}-waiting`);
-
-  // History growth: a few more effects read back every growthIntervalMs for growthWindowS.
-  const growthClient = new EffectLedgerClient({
-    client: bench.client,
-    db: bench.stack.ledger.db,
-    taskQueue: bench.stack.taskQueue,
-    readbackIntervalMs: config.growthIntervalMs,
-    // A fixed interval (no backoff) to measure the bytes one readback cycle adds.
-    readbackMaxIntervalMs: config.growthIntervalMs,
-    ...graceOption,
-    // No continue-as-new inside the window: growth is measured within one run.
-    readbacksPerRun: 1_000_000,
-  });
-  const growthIds = Array.from({ length: config.growthEffects }, (_, i) => `growth:${bench.tag}:${i}`);
-  await queueLostPosts(bench, growthIds.length);
-  await approveUntilWaiting(bench, growthClient, `growth:${bench.tag}:`, growthIds.length);
-  const t0 = performance.now();
-  const first = await Promise.all(growthIds.map((id) => historyOf(bench.client, id)));
-  log(`waiting: measuring history growth for ${config.growthWindowS} s at a ${config.growthIntervalMs} ms interval`);
-  await new Promise((r) => setTimeout(r, config.growthWindowS * 1000));
-  const last = await Promise.all(growthIds.map((id) => historyOf(bench.client, id)));
-  const windowS = (performance.now() - t0) / 1000;
-  const same = first.flatMap((h, i) => {
-    const later = last[i];
-    return later && later.runId === h.runId ? [[h, later] as const] : [];
-  });
-  const bytes = same.reduce((s, [a, b]) => s + b.bytes - a.bytes, 0);
-  const events = same.reduce((s, [a, b]) => s + b.events - a.events, 0);
-  const readbacks = same.reduce((s, [a, b]) => s + b.readbacks - a.readbacks, 0);
-  const bytesPerReadback = readbacks ? bytes / readbacks : Number.NaN;
-  const measuredReadbacksPerHour = (readbacks / (same.length || 1) / windowS) * 3600;
-  // v3 backs off while a person is awaited: from the interval, doubling, up to the destination's cap; over a
-  // day the cap is the interval (a readback's own duration, milliseconds, is negligible).
-  const steadyIntervalMs = Math.max(
-    config.waitingIntervalMs,
-    destinationContracts['social-feed']?.readbackMaxIntervalMs ?? 0,
-  );
-  const readbacksPerHour = 3_600_000 / steadyIntervalMs;
-  const listingPagesPerReadback = 2; // social-feed scans at most 100 posts, 50 per page
   return {
     effects: n,
     readbackIntervalMs: config.waitingIntervalMs,
@@ -631,17 +595,67 @@ async function waitingPhase(bench: Bench) {
       rssWithWaitingMiB: after[i]?.rssMiB,
       peakDuringPhaseMiB: after[i]?.peakMiB,
     })),
-    growth: {
-      effects: same.length,
-      shortReadbackIntervalMs: config.growthIntervalMs,
-      windowSeconds: windowS,
-      eventsPerReadback: readbacks ? events / readbacks : Number.NaN,
-      historyBytesPerReadback: bytesPerReadback,
-      measuredReadbacksPerHourAtShortInterval: measuredReadbacksPerHour,
-      readbacksPerHourPerEffect: readbacksPerHour,
-      historyBytesPerEffectPerDay: bytesPerReadback * readbacksPerHour * 24,
-      readbackRequestsPerHourPerEffect: { atMost: readbacksPerHour * listingPagesPerReadback, listingPagesPerReadback },
-      scaling: `history bytes per readback cycle measured at a ${config.growthIntervalMs} ms interval over ${windowS.toFixed(0)} s, times the ${(86_400_000 / steadyIntervalMs).toFixed(0)} readbacks a day once the backoff reaches its ${steadyIntervalMs} ms cap; continue-as-new (every readbacksPerRun readbacks) bounds one run's history, not the bytes written per day`,
+  };
+}
+
+// ---- what a look and a wake cost (workflow v7) ----------------------------------------------------------
+
+/** Wakes measured per kind: each takes a few seconds, one effect at a time. */
+const WAKES_MEASURED = 5;
+
+/**
+ * --look-effects lost posts awaiting a human, looking every --look-interval-ms (no backoff; no hand-over within the
+ * window): their histories before and after --look-window-s of looks, then one wake of each kind
+ * (harness/bench/look-cost.ts). Scaled to a day at the default schedule: the product's interval, doubling up to
+ * social-feed's cap.
+ */
+async function looksPhase(bench: Bench) {
+  const lookClient = new EffectLedgerClient({
+    client: bench.client,
+    db: bench.stack.ledger.db,
+    taskQueue: bench.stack.taskQueue,
+    readbackIntervalMs: config.lookIntervalMs,
+    readbackMaxIntervalMs: config.lookIntervalMs,
+    ...graceOption,
+    readbacksPerRun: 1_000_000,
+  });
+  const prefix = `looks:${bench.tag}:`;
+  const ids = Array.from({ length: config.lookEffects }, (_, i) => `${prefix}${i}`);
+  await queueLostPosts(bench, ids.length);
+  await approveUntilWaiting(bench, lookClient, prefix, ids.length);
+  const roles = stackRoles(bench);
+  const cost = await measureLookCost(
+    { client: bench.client, sql: bench.stack.ledger.sql, effects: lookClient, cpu: () => cpuByRole(roles), log },
+    ids,
+    config.lookWindowS * 1000,
+    { wakes: Math.min(ids.length, WAKES_MEASURED) },
+  );
+  // At the default schedule, the looks come at the product's interval, doubling up to the destination's cap; a day
+  // at the cap is what a long wait costs.
+  const steadyIntervalMs = Math.max(
+    config.waitingIntervalMs,
+    destinationContracts['social-feed']?.readbackMaxIntervalMs ?? 0,
+  );
+  const looksPerHour = 3_600_000 / steadyIntervalMs;
+  const listingPagesPerLook = 2; // social-feed scans at most 100 posts, 50 per page
+  const wake = cost.wakes.lookNow;
+  return {
+    lookIntervalMs: config.lookIntervalMs,
+    ...cost,
+    atDefaultSchedule: {
+      readbackIntervalMs: config.waitingIntervalMs,
+      capMs: steadyIntervalMs,
+      looksPerHourPerEffect: looksPerHour,
+      readbackRequestsPerHourPerEffect: { atMost: looksPerHour * listingPagesPerLook, listingPagesPerLook },
+      historyEventsPerEffectPerDay: cost.eventsPerLook * looksPerHour * 24,
+      historyBytesPerEffectPerDay: cost.bytesPerLook * looksPerHour * 24,
+      workerCpuMsPerEffectPerHour: (cost.cpuMsPerLook['ledgered worker'] ?? Number.NaN) * looksPerHour,
+      eventsPerWake: wake.eventsPerWake,
+      note:
+        `looks a day at the ${steadyIntervalMs / 1000} s cap × events (bytes, worker CPU) per look measured at a ` +
+        `${config.lookIntervalMs} ms interval; a wake (a person's decision, a look-now, a verdict that changed) adds its ` +
+        'own events, and every readbacksPerRun wakes (default 50) a hand-over (continue-as-new); worker CPU per look ' +
+        "includes the window's idle work, so it is an upper bound",
     },
   };
 }
@@ -756,6 +770,8 @@ async function main() {
     // A failed waiting phase must not lose the numbers above: its error goes into the report instead.
     const waiting =
       config.waiting > 0 ? await waitingPhase(bench).catch((error: Error) => ({ error: error.message })) : null;
+    const looks =
+      config.lookEffects > 0 ? await looksPhase(bench).catch((error: Error) => ({ error: error.message })) : null;
 
     // ---- report ----
     const strip = ({ effectIds: _ids, latencies: _l, ...rest }: RunResult) => rest;
@@ -801,6 +817,7 @@ async function main() {
       sql,
       scaling: { byConcurrency: byConcurrency.map(strip), byWorkerProcesses: byWorkers.map(strip) },
       waiting,
+      looks,
     };
 
     mkdirSync(outDir, { recursive: true });
@@ -887,6 +904,9 @@ async function main() {
       .map((type) => [type, (byType('ledgered')[type] ?? 0) - (byType('bare')[type] ?? 0)] as const)
       .filter(([, d]) => d !== 0);
     out.push(
+      `happy path: ${fmt(history.ledgered.eventsPerEffect)} history events per effect (a bare workflow: ` +
+        `${fmt(history.bare.eventsPerEffect)}), ${fmt(history.ledgered.bytesPerEffect, 0)} bytes (bare ` +
+        `${fmt(history.bare.bytesPerEffect, 0)})`,
       `history events per effect, ledgered − bare: ${extra.map(([type, d]) => `${type} ${d > 0 ? '+' : ''}${fmt(d)}`).join(', ') || 'none'}`,
     );
     if (sql) {
@@ -900,13 +920,8 @@ async function main() {
     }
     if (waiting && 'error' in waiting) out.push(`waiting phase failed: ${waiting.error}`);
     else if (waiting) {
-      const g = waiting.growth;
       out.push(
         `waiting: ${waiting.effects} effects in unknown: ledgered worker RSS ${waiting.ledgeredWorkers.map((w) => `${fmt(w.rssBeforeMiB, 0)} → ${fmt(w.rssWithWaitingMiB, 0)} MiB (peak ${fmt(w.peakDuringPhaseMiB, 0)})`).join('; ')}`,
-        `  at a ${waiting.readbackIntervalMs / 1000} s readback interval: ${fmt(g.readbacksPerHourPerEffect)} readbacks/h/effect ` +
-          `(≤ ${fmt(g.readbackRequestsPerHourPerEffect.atMost)} listing requests/h), ${fmt(g.historyBytesPerReadback, 0)} history bytes ` +
-          `and ${fmt(g.eventsPerReadback)} events per readback → ${fmt(g.historyBytesPerEffectPerDay / 1024)} KiB history/effect/day`,
-        `  (${g.scaling})`,
       );
       const a = waiting.approvalRate;
       if (a) {
@@ -916,6 +931,31 @@ async function main() {
             `with ${waiting.effects} waiting: ${fmt(a.ratio, 2)}×`,
         );
       }
+    }
+    if (looks && 'error' in looks) out.push(`looks phase failed: ${looks.error}`);
+    else if (looks) {
+      const d = looks.atDefaultSchedule;
+      const wake = (w: typeof looks.wakes.lookNow) =>
+        `${fmt(w.eventsPerWake)} events, ${fmt(w.bytesPerWake, 0)} bytes (${Object.entries(w.eventTypesPerWake)
+          .map(([t, n]) => `${t} ${fmt(n)}`)
+          .join(', ')}; ${w.wakes} measured)`;
+      const cpu = Object.entries(looks.cpuMsPerLook)
+        .filter(([, ms]) => ms > 0)
+        .map(([role, ms]) => `${role} ${fmt(ms)}`)
+        .join(', ');
+      out.push(
+        `looks: ${looks.effects} effects awaiting a human, looking every ${looks.lookIntervalMs / 1000} s for ` +
+          `${fmt(looks.windowSeconds, 0)} s: ${looks.looks} looks in the ledger (watchForObject attempts +${looks.attempts}) ` +
+          `added ${looks.events} history events, ${looks.bytes} bytes: ${fmt(looks.eventsPerLook, 2)} events and ` +
+          `${fmt(looks.bytesPerLook, 0)} bytes per look; CPU ms per look: ${cpu || '-'}`,
+        `  a wake by a decision refused as stale: ${wake(looks.wakes.staleDecision)}`,
+        `  a wake by look-now: ${wake(looks.wakes.lookNow)}`,
+        `  at the default schedule (${d.readbackIntervalMs / 1000} s, doubling to ${d.capMs / 1000} s): ` +
+          `${fmt(d.looksPerHourPerEffect)} looks/h/effect (≤ ${fmt(d.readbackRequestsPerHourPerEffect.atMost)} listing requests/h), ` +
+          `${fmt(d.historyEventsPerEffectPerDay)} history events and ${fmt(d.historyBytesPerEffectPerDay, 0)} bytes ` +
+          `per waiting effect per day from looks, worker ≤ ${fmt(d.workerCpuMsPerEffectPerHour)} CPU ms per waiting effect per hour`,
+        `  (${d.note})`,
+      );
     }
     out.push('', `wrote ${resolve(outDir, 'bench.json')} and bench.svg`);
     process.stdout.write(`${out.join('\n')}\n`);

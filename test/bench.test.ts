@@ -40,8 +40,8 @@ describe('npm run bench --quick', () => {
       ...['--effects', String(effects), '--rounds', '1', '--concurrency', '5'],
       ...['--concurrency-levels', '2', '--worker-counts', '2', '--scaling-effects', '4'],
       ...['--sql-effects', '5', '--history-sample', '3'],
-      ...['--waiting', '5', '--growth-effects', '2', '--growth-interval-ms', '1000', '--growth-window-s', '3'],
-      // The lost posts' first readback at once, not after social-feed's 60 s grace (twice: waiting, growth).
+      ...['--waiting', '5', '--look-effects', '2', '--look-interval-ms', '1000', '--look-window-s', '4'],
+      // The lost posts' first look at once, not after social-feed's 60 s grace (twice: waiting, looks).
       ...['--absence-grace-ms', '0'],
       ...['--out', out],
     ]);
@@ -61,9 +61,14 @@ describe('npm run bench --quick', () => {
       assert.deepEqual(s.ended, { [ends[kind]]: effects });
     }
     assert.ok(json.summary.ledgered.historyEventsPerEffect > json.summary.bare.historyEventsPerEffect);
-    // v3's happy path is one activity per effect, as the bare workflow's.
+    // v3's happy path is one activity per effect, as the bare workflow's; v7's is at most 12 events (issue 27).
     assert.equal(json.history.bare.activitiesPerEffect, 1);
     assert.equal(json.history.ledgered.activitiesPerEffect, 1);
+    assert.ok(
+      json.history.ledgered.eventsPerEffect <= 12,
+      `${json.history.ledgered.eventsPerEffect} happy-path events`,
+    );
+    assert.match(stdout, /happy path: [\d.]+ history events per effect \(a bare workflow: [\d.]+\)/);
     positive(json.ratio.mean, 'ratio');
     assert.equal(json.rounds.length, 1);
     positive(json.rounds[0].ratio, 'round ratio');
@@ -94,15 +99,33 @@ describe('npm run bench --quick', () => {
     const waiting = json.waiting;
     assert.equal(waiting.effects, 5);
     positive(waiting.ledgeredWorkers[0].rssWithWaitingMiB, 'RSS with effects waiting');
-    positive(waiting.growth.historyBytesPerReadback, 'history bytes per readback');
-    positive(waiting.growth.historyBytesPerEffectPerDay, 'history bytes per effect per day');
-    // v3 backs off while a person is awaited: at the social feed's cap, one readback an hour.
-    assert.equal(waiting.growth.readbacksPerHourPerEffect, 1);
     // The approval rate of fresh effects (the quick default: 5) with none waiting, then with the 5 waiting.
     const rate = waiting.approvalRate;
     assert.deepEqual(rate.noneWaiting.ended, { recorded: rate.effects });
     assert.deepEqual(rate.whileWaiting.ended, { recorded: rate.effects });
     positive(rate.ratio, 'approval-rate ratio while effects wait');
+
+    // Workflow v7: the looks of a waiting effect are retries of one activity and add nothing to its history; a wake
+    // (a decision refused as stale, a look-now) does.
+    const looks = json.looks;
+    assert.equal(looks.effects, 2);
+    assert.ok(looks.looks >= 2, `${looks.looks} looks in the window`);
+    assert.ok(looks.attempts >= 1, `watchForObject attempts moved by ${looks.attempts}`);
+    assert.equal(looks.events, 0, 'the looks added no history events');
+    assert.equal(looks.eventsPerLook, 0);
+    assert.equal(looks.bytesPerLook, 0);
+    for (const kind of ['staleDecision', 'lookNow'] as const) {
+      assert.equal(looks.wakes[kind].wakes, 2, `${kind} wakes measured`);
+      positive(looks.wakes[kind].eventsPerWake, `${kind} events per wake`);
+      positive(looks.wakes[kind].bytesPerWake, `${kind} bytes per wake`);
+    }
+    assert.ok(looks.wakes.lookNow.eventTypesPerWake.WORKFLOW_EXECUTION_SIGNALED >= 1, 'a look-now is a signal');
+    const day = looks.atDefaultSchedule;
+    // v7 backs off while a person is awaited: at the social feed's cap, one look an hour; each adds no event.
+    assert.equal(day.looksPerHourPerEffect, 1);
+    assert.equal(day.historyEventsPerEffectPerDay, 0);
+    assert.ok(Number.isFinite(day.workerCpuMsPerEffectPerHour), 'worker CPU per waiting effect per hour');
+    assert.match(stdout, /looks: 2 effects awaiting a human/);
 
     const svg = readFileSync(join(out, 'bench.svg'), 'utf8');
     assert.match(svg, /^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);

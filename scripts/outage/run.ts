@@ -1,17 +1,25 @@
-// A provider outage at volume, on the cluster (Temporal persisted in PostgreSQL) with three worker processes:
-// N effects approved across the keyed API, the key-less feed and the orders database (a real destination) while
-// Toxiproxy cuts the provider and the orders database mid-call, so they park in UNKNOWN; the outage held; the
-// provider back behind a rate limit (429 + Retry-After above R requests/s); then until every effect is recorded or
-// waits for a person with a reason. Sampled every second: stages, each worker's RSS and CPU, the provider's
-// traffic. Ends with the audit (objects at every destination against the ledger's facts, and Temporal's view).
-// `npm run outage` prints it (scripts/outage.ts); test/cluster/outage.test.ts runs a small configuration.
+// A provider outage at volume, on the cluster (Temporal persisted in PostgreSQL) or the dev server, with three worker
+// processes: N effects approved across the keyed API, the key-less feed and the orders database (a real destination)
+// while Toxiproxy cuts the provider and the orders database mid-call, so they park in UNKNOWN; the outage held; the
+// provider back behind a rate limit (429 + Retry-After above R requests/s), every parked effect asked to look now
+// (the operator's bulk look-now, scripts/bulk-decide.ts); then until every effect is recorded or waits for a person
+// with a reason. Sampled every second: stages, each worker's RSS and CPU, the provider's traffic. Then the figures of
+// workflow v7's wait: what a look and a wake add to a waiting effect's history (harness/bench/look-cost.ts, on a few
+// probe effects), the workers' CPU per waiting effect per hour while the outage held, and the drain against the
+// declared readback rates. Ends with the audit (objects at every destination against the ledger's facts, and
+// Temporal's view). `npm run outage` prints it (scripts/outage.ts); test/cluster/outage.test.ts runs a small
+// configuration on the cluster.
 import { readFileSync } from 'node:fs';
+import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import postgres from 'postgres';
 import { destinationContracts } from '../../activities/destinations/registry.js';
 import { closeTemporalClient } from '../../client/connection-close.js';
 import { connectTemporalClient } from '../../client/temporal-connection.js';
 import { DEFAULT_READBACK_RATE_PER_SECOND } from '../../domain/destination-contract.js';
+import { cpuByRole } from '../../harness/bench/cpu.js';
+import { type LookCost, measureLookCost } from '../../harness/bench/look-cost.js';
+import { liveStatus, resultOf } from '../../harness/effect-probes.js';
 import { type Stack, startStack } from '../../harness/local-stack.js';
 import { postRequest, refundRequest } from '../../harness/sample-requests.js';
 import { readsAt, SIMULATED_DESTINATION_PATHS, type TrafficSecond } from '../../harness/simulator/traffic.js';
@@ -19,11 +27,15 @@ import { clusterOf, TEMPORAL_TARGET_ENV } from '../../harness/temporal-target.js
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../../stack/orders-db.js';
 import { startToxiproxy, type ToxiproxyServer } from '../../stack/toxiproxy.js';
+import { waitFor } from '../../stack/wait-for.js';
 import { type AuditReport, audit } from '../audit/audit.js';
 import { destinationRecords, ordersRecords } from '../audit/destination-records.js';
 import { temporalProbe } from '../audit/workflow-probe.js';
+import { planBulk, sendBulk } from '../bulk-decide.js';
 
 export interface OutageOptions {
+  /** The Temporal it runs on: the cluster (persisted in PostgreSQL, the default) or the dev server. */
+  target?: 'cluster' | 'dev';
   effects: number;
   /** How long the outage lasts once every effect is parked. */
   holdMs: number;
@@ -36,6 +48,16 @@ export interface OutageOptions {
   maxCachedWorkflows?: number;
   /** Give up waiting for a phase after this long. */
   phaseTimeoutMs?: number;
+  /**
+   * Once the provider is back, every parked effect is asked to look now: `dry-run` (the default) as an operator does,
+   * `effect decide --look-now` (a visibility query and a status query per effect, then the signals); `direct`, one
+   * signal to each effect the ledger holds in UNKNOWN, at once; `none` leaves them to their scheduled looks.
+   */
+  lookNow?: LookNowMode;
+  /** The looks probe: effects waiting for a person that look every second (default 3; 0 skips it). */
+  probeEffects?: number;
+  /** How long the probe's looks are watched (default 15 s). */
+  probeWindowMs?: number;
   log?: (line: string) => void;
   /** Called after each sample (the progress bar). */
   onSample?: (sample: Sample, phase: PhaseName) => void;
@@ -73,6 +95,44 @@ export interface PhaseReport {
   /** The most reads any second saw at each simulated destination (all its readback requests). */
   peakReadsPerSecondByDestination: Record<string, number>;
   limited: number;
+  /** CPU milliseconds the worker processes used in the phase, all together. */
+  workerCpuMs: number;
+}
+
+/** The drain against the declared readback rates: how long it took ÷ how long the requests it needed must take. */
+export interface DrainRatio {
+  drainSeconds: number;
+  /** Requests the drain made at each destination (the simulator's GETs; orders-sql: one SELECT per look). */
+  requestsByDestination: Record<string, number>;
+  /** Seconds each destination's requests take at its declared readback rate. */
+  secondsAtDeclaredRate: Record<string, number>;
+  /** Requests the provider let through in the drain (reads and writes, 429s not counted), and at its limit. */
+  providerRequests: number;
+  secondsAtProviderLimit: number;
+  /** The longest of those: the least time the drain could take. */
+  boundSeconds: number;
+  boundBy: string;
+  /** drainSeconds ÷ boundSeconds: 1 is a drain at the pace of the rates; the issue's target is ≤ 1.2. */
+  ratio: number;
+}
+
+export const LOOK_NOW_MODES = ['dry-run', 'direct', 'none'] as const;
+export type LookNowMode = (typeof LOOK_NOW_MODES)[number];
+
+/** What the bulk look-now after the provider returned did. */
+export interface LookNowReport {
+  mode: Exclude<LookNowMode, 'none'>;
+  planned: number;
+  asked: number;
+  skipped: number;
+  /** Signals that failed because the effect settled between the dry run and its signal. */
+  closedMeanwhile: number;
+  /** Signals that failed to a running effect, and the first few of them. */
+  failed: number;
+  failures?: string[];
+  /** The dry run (a visibility query and a status query per effect; direct: the ledger's query) and the signals. */
+  planMs: number;
+  sendMs: number;
 }
 
 export interface OutageReport {
@@ -89,16 +149,31 @@ export interface OutageReport {
   declaredReadbackRates: Record<string, number>;
   ledgerBytesPerEffect: number;
   historyBytesPerEffect: number;
+  /** Where historyBytesPerEffect comes from: the cluster's history_node, or fetchHistory of a sample (dev server). */
+  historyBytesFrom: string;
   audit: AuditReport;
   final: Record<string, number>;
+  lookNow?: LookNowReport;
+  drain?: DrainRatio;
   /**
-   * One effect waiting for a person: its history's events and bytes, and those of its last readback cycle (from
-   * the readback's ActivityTaskScheduled to the end: the readback, the wait's timer), what each later one adds.
+   * Worker CPU milliseconds per parked effect per hour while the outage held (their looks failing, retried): all of
+   * the workers' CPU (gross), and less what they used idle before any effect (net; idlePerHour, all workers).
    */
-  waitingHistory?: { effectId: string; events: number; bytes: number; cycleEvents: number; cycleBytes: number };
+  workerCpuMsPerWaitingEffectPerHour?: { gross: number; net: number; idlePerHour: number };
+  /** The looks probe: history events and bytes per look and per wake (workflow v7: 0 per look). */
+  looks?: LookCost;
+  /** History events per waiting effect per day at each destination's default schedule, from the probe's per look. */
+  historyEventsPerWaitingEffectPerDay?: Record<string, { looksPerDay: number; events: number }>;
+  /**
+   * One effect waiting for a person: its current run's events and bytes, the looks the ledger holds for it, and the
+   * attempt its watchForObject is on (each look after the first of a watch is a retry, which writes no history).
+   */
+  waitingHistory?: { effectId: string; events: number; bytes: number; looks: number; watchAttempt: number };
 }
 
 const CLK_TCK = 100;
+/** How long the workers' idle CPU is read before the outage. */
+const IDLE_MEASURE_MS = 10_000;
 const PAGE_MIB = 4096 / 1048576;
 
 /** RSS (MiB) and CPU ticks of a process, from /proc. */
@@ -146,20 +221,26 @@ function requestFor(n: number): { destination: string; request: Record<string, u
 
 export async function runOutage(options: OutageOptions): Promise<OutageReport> {
   const opts = {
+    target: 'cluster' as const,
     workers: 3,
     approvalConcurrency: 8,
     phaseTimeoutMs: 30 * 60_000,
+    lookNow: 'dry-run' as LookNowMode,
+    probeEffects: 3,
+    probeWindowMs: 15_000,
     ...options,
   };
   const log = options.log ?? (() => {});
-  process.env[TEMPORAL_TARGET_ENV] = 'cluster';
+  process.env[TEMPORAL_TARGET_ENV] = opts.target === 'cluster' ? 'cluster' : 'dev-server';
   let stack: Stack | undefined;
   let toxiproxy: ToxiproxyServer | undefined;
   let orders: OrdersDatabase | undefined;
   const workers: WorkerProcess[] = [];
   let temporalSql: postgres.Sql | undefined;
   try {
-    log('starting: the cluster, the ledger, the simulator, Toxiproxy, the orders database');
+    log(
+      `starting: the ${opts.target === 'cluster' ? 'cluster' : 'dev server'}, the ledger, the simulator, Toxiproxy, the orders database`,
+    );
     [stack, toxiproxy, orders] = await Promise.all([
       // A short call timeout: a call the cut swallows becomes UNKNOWN in seconds. The readback cap stays the
       // destinations' own (hours), so an effect waiting for a person is not read back again during the run.
@@ -168,11 +249,15 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       createOrdersDatabase(),
     ]);
     const cluster = clusterOf(stack.env);
-    if (!cluster) throw new Error('the outage runs on the cluster');
-    const temporalUrl = new URL(process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-    temporalUrl.pathname = `/${cluster.databases.temporal}`;
-    const history = postgres(temporalUrl.toString(), { max: 1, onnotice: () => {} });
-    temporalSql = history;
+    if (opts.target === 'cluster' && !cluster) throw new Error('--target cluster, but the stack has no cluster');
+    // The cluster's history lives in its PostgreSQL database (history_node); the dev server's is sampled instead.
+    let history: postgres.Sql | undefined;
+    if (cluster) {
+      const temporalUrl = new URL(process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+      temporalUrl.pathname = `/${cluster.databases.temporal}`;
+      history = postgres(temporalUrl.toString(), { max: 1, onnotice: () => {} });
+      temporalSql = history;
+    }
     const simulatorHost = new URL(stack.simulator.url).host;
     const ordersUpstream = new URL(orders.url);
     const [provider, ordersProxy] = await Promise.all([
@@ -197,9 +282,12 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     const ledgerBytes = async () =>
       Number((await sql<{ n: string }[]>`SELECT pg_database_size(current_database())::text AS n`)[0]?.n ?? 0);
     const historyBytes = async () =>
-      Number(
-        (await history<{ n: string | null }[]>`SELECT sum(octet_length(data))::text AS n FROM history_node`)[0]?.n ?? 0,
-      );
+      history
+        ? Number(
+            (await history<{ n: string | null }[]>`SELECT sum(octet_length(data))::text AS n FROM history_node`)[0]
+              ?.n ?? 0,
+          )
+        : 0;
     const ledgerBefore = await ledgerBytes();
     const historyBefore = await historyBytes();
 
@@ -207,6 +295,13 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     const retrying = Object.values(destinationContracts)
       .filter((c) => c.retryAfterProvenAbsence)
       .map((c) => c.name);
+    // The workers' own CPU with nothing to do (pollers, the ledger reconciler), so the hold's can be told apart.
+    const idleTicks = () => workers.reduce((n, w) => n + (processStat(w.child.pid ?? 0)?.ticks ?? 0), 0);
+    const idleFrom = { ticks: idleTicks(), at: Date.now() };
+    await sleep(IDLE_MEASURE_MS);
+    const idleWorkerCpuMsPerHour =
+      (((idleTicks() - idleFrom.ticks) / CLK_TCK) * 1000) / ((Date.now() - idleFrom.at) / 3_600_000);
+
     const began = Date.now();
     let recoveredAt: Date | null = null;
     const samples: Sample[] = [];
@@ -249,6 +344,8 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     /** Samples every second until `done` says so; the phase's figures from its samples and the provider's counter. */
     const phase = async (name: PhaseName, done: (s: Sample) => boolean, timeoutMs = opts.phaseTimeoutMs) => {
       const startedMs = Date.now() - began;
+      const workerTicks = () => workers.reduce((n, w) => n + (processStat(w.child.pid ?? 0)?.ticks ?? 0), 0);
+      const ticksBefore = workerTicks();
       const from = samples.length;
       let last = await sample();
       const deadline = Date.now() + timeoutMs;
@@ -258,6 +355,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
         options.onSample?.(last, name);
       }
       const endedMs = Date.now() - began;
+      const workerCpuMs = ((workerTicks() - ticksBefore) / CLK_TCK) * 1000;
       const own = samples.slice(from);
       const traffic = (await simulator.traffic(began + startedMs)).seconds.filter((s) => s.at < began + endedMs);
       const reads = traffic.map((s) => s.reads - s.limited);
@@ -276,6 +374,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
           Object.keys(SIMULATED_DESTINATION_PATHS).map((d) => [d, Math.max(0, ...traffic.map((s) => readsAt(s, d)))]),
         ),
         limited: traffic.reduce((n, s) => n + s.limited, 0),
+        workerCpuMs,
       });
       return last;
     };
@@ -324,14 +423,58 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     const settledWhen = (s: Sample) =>
       (s.stages.recorded ?? 0) + (s.stages.rejected ?? 0) + (s.stages.abandoned ?? 0) + s.waitingForPerson >=
       opts.effects;
+    // The operator's move once the provider is back: every effect waiting in UNKNOWN looks now, not at its next
+    // scheduled look (a dry run first, then one signal each: scripts/bulk-decide.ts, `effect decide --look-now`).
+    const asking = opts.lookNow === 'none' ? Promise.resolve(undefined) : bulkLookNow(stack, opts.lookNow, log);
     const last = await phase('recover', settledWhen);
     const drainMs = Date.now() - recoverStarted;
     const settled = settledWhen(last);
     log(settled ? `settled in ${(drainMs / 1000).toFixed(1)} s` : `not settled after ${drainMs} ms`);
+    const lookNow = await asking;
+    const drain = await drainRatio(stack, sql, {
+      from: recoverStarted,
+      to: recoverStarted + drainMs,
+      declared: Object.fromEntries(
+        Object.keys(mix).map((d) => [
+          d,
+          destinationContracts[d]?.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND,
+        ]),
+      ),
+      providerRatePerSecond: opts.providerRatePerSecond,
+    });
+    const hold = phases.find((p) => p.name === 'hold');
+    const holdHours = hold ? (hold.endedMs - hold.startedMs) / 3_600_000 : 0;
+    const workerCpu =
+      hold && parked && holdHours > 0
+        ? {
+            gross: hold.workerCpuMs / parked / holdHours,
+            net: Math.max(0, hold.workerCpuMs - idleWorkerCpuMsPerHour * holdHours) / parked / holdHours,
+            idlePerHour: idleWorkerCpuMsPerHour,
+          }
+        : undefined;
 
     const traffic = (await stack.simulator.traffic(began)).seconds;
     const ledgerBytesPerEffect = Math.round((await ledgerBytes()) - ledgerBefore) / opts.effects;
-    const historyBytesPerEffect = Math.round(((await historyBytes()) - historyBefore) / opts.effects);
+    const historyBytesPerEffect = history
+      ? Math.round(((await historyBytes()) - historyBefore) / opts.effects)
+      : await sampledHistoryBytes(stack.env.client, sql);
+    const historyBytesFrom = history
+      ? 'history_node (the whole run)'
+      : "fetchHistory of up to 50 effects' latest runs (dev server)";
+
+    // ---- v7's wait, measured on a few probe effects waiting for a person and looking every second (before the audit,
+    // which cuts the destinations off again; they are abandoned once measured, so they end settled).
+    const looks =
+      opts.probeEffects > 0 ? await probeLooks(stack, workers, opts.probeEffects, opts.probeWindowMs, log) : undefined;
+    const historyEventsPerWaitingEffectPerDay = looks
+      ? Object.fromEntries(
+          Object.keys(mix).map((d) => {
+            // The product's default schedule: 10 minutes, doubling up to the destination's cap; a day at the cap.
+            const looksPerDay = 86_400_000 / Math.max(600_000, destinationContracts[d]?.readbackMaxIntervalMs ?? 0);
+            return [d, { looksPerDay, events: looksPerDay * looks.eventsPerLook }];
+          }),
+        )
+      : undefined;
 
     // ---- the audit: every destination's objects against the ledger, and Temporal's view. Read without a limit,
     // with the workers cut off from the destinations again: the audit reads the ledger first and each workflow
@@ -340,7 +483,8 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     await cut('upstream');
     await cut('downstream');
     await stack.simulator.rateLimit(null);
-    const client = await connectTemporalClient(cluster.target);
+    // The audit's own connection on the cluster (as an operator's); the stack's client on the dev server.
+    const client = cluster ? await connectTemporalClient(cluster.target) : stack.env.client;
     const report = await audit(sql, {
       destinations: [...destinationRecords(stack.simulator.url), ordersRecords(orders.url)],
       workflows: temporalProbe(client),
@@ -350,7 +494,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     // A figure for the docs, not a verdict: a failure to read it leaves it out.
     const waitingHistory = await measureWaitingHistory(client, sql)
       .catch(() => undefined)
-      .finally(() => closeTemporalClient(client));
+      .finally(() => (cluster ? closeTemporalClient(client) : undefined));
     const declaredReadbackRates = Object.fromEntries(
       Object.keys(mix).map((name) => [
         name,
@@ -370,8 +514,14 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       declaredReadbackRates,
       ledgerBytesPerEffect: Math.round(ledgerBytesPerEffect),
       historyBytesPerEffect,
+      historyBytesFrom,
       audit: report,
       final: last.stages,
+      ...(lookNow ? { lookNow } : {}),
+      drain,
+      ...(workerCpu ? { workerCpuMsPerWaitingEffectPerHour: workerCpu } : {}),
+      ...(looks ? { looks } : {}),
+      ...(historyEventsPerWaitingEffectPerDay ? { historyEventsPerWaitingEffectPerDay } : {}),
       ...(waitingHistory ? { waitingHistory } : {}),
     };
   } finally {
@@ -381,26 +531,179 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
   }
 }
 
-/** The history of one effect waiting for a person, and the events its last readback cycle added. */
-async function measureWaitingHistory(
-  client: Awaited<ReturnType<typeof connectTemporalClient>>,
+/** Every effect waiting in UNKNOWN looks now: the dry run over visibility, then one look-now signal each. */
+async function bulkLookNow(
+  stack: Stack,
+  mode: Exclude<LookNowMode, 'none'>,
+  log: (line: string) => void,
+): Promise<LookNowReport> {
+  const t0 = Date.now();
+  const request = {
+    action: 'look-now' as const,
+    where: "EffectStage = 'unknown'",
+    actor: 'ops@example.com',
+    reason: 'the provider is back',
+  };
+  const plan =
+    mode === 'dry-run'
+      ? await planBulk(stack.env.client, request)
+      : {
+          ...request,
+          batch: 'outage',
+          effects: (
+            await stack.ledger.sql<{ effectId: string }[]>`
+              SELECT effect_id AS "effectId" FROM effects WHERE stage = 'unknown' ORDER BY effect_id`
+          ).map(({ effectId }) => ({ effectId, stage: 'unknown' })),
+        };
+  const planMs = Date.now() - t0;
+  const outcomes = await sendBulk(stack.effects, plan, { concurrency: 16 });
+  const sendMs = Date.now() - t0 - planMs;
+  const count = (result: string) => outcomes.filter((o) => o.result === result).length;
+  // A signal to an effect that settled between the dry run and its signal fails: it no longer waits, so that is
+  // not a failure of the look-now. Anything else is.
+  const failures = await Promise.all(
+    outcomes
+      .filter((o) => o.result === 'failed')
+      .map(async (o) => {
+        const { status } = await stack.env.client.workflow.getHandle(o.effectId).describe();
+        return status.name === 'RUNNING' ? `${o.effectId}: ${o.detail}` : undefined;
+      }),
+  );
+  const failed = failures.filter((f): f is string => f !== undefined);
+  const report = {
+    mode,
+    planned: plan.effects.length,
+    asked: count('asked'),
+    skipped: count('skipped'),
+    closedMeanwhile: count('failed') - failed.length,
+    failed: failed.length,
+    ...(failed.length ? { failures: failed.slice(0, 10) } : {}),
+    planMs,
+    sendMs,
+  };
+  log(
+    `bulk look-now (${mode}): ${report.asked} of ${report.planned} asked (${mode === 'dry-run' ? 'dry run' : 'ledger query'} ${(planMs / 1000).toFixed(1)} s, signals ${(report.sendMs / 1000).toFixed(1)} s)`,
+  );
+  return report;
+}
+
+/**
+ * The drain against the rates: requests each destination saw from `from` to `to` (the simulator's own counter;
+ * orders-sql, one SELECT per look in the ledger) at its declared readback rate, and the provider's requests at its
+ * limit; the longest is the least the drain could take.
+ */
+async function drainRatio(
+  stack: Stack,
   sql: postgres.Sql,
-): Promise<OutageReport['waitingHistory']> {
-  const [row] = await sql<{ effectId: string }[]>`
-    SELECT effect_id AS "effectId" FROM effects WHERE stage = 'unknown' ORDER BY effect_id LIMIT 1`;
+  window: { from: number; to: number; declared: Record<string, number>; providerRatePerSecond: number },
+): Promise<DrainRatio> {
+  const seconds = (await stack.simulator.traffic(window.from)).seconds.filter((s) => s.at < window.to);
+  const requestsByDestination: Record<string, number> = {};
+  for (const destination of Object.keys(window.declared)) {
+    if (SIMULATED_DESTINATION_PATHS[destination])
+      requestsByDestination[destination] = seconds.reduce((n, s) => n + readsAt(s, destination), 0);
+    else {
+      const [row] = await sql<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM provider_evidence v JOIN effects e ON e.effect_id = v.effect_id
+        WHERE v.kind = 'readback' AND e.destination = ${destination}
+          AND v.recorded_at >= ${new Date(window.from).toISOString()}::timestamptz
+          AND v.recorded_at < ${new Date(window.to).toISOString()}::timestamptz`;
+      requestsByDestination[destination] = row?.n ?? 0;
+    }
+  }
+  const secondsAtDeclaredRate = Object.fromEntries(
+    Object.entries(requestsByDestination).map(([d, n]) => [d, n / (window.declared[d] ?? 1)]),
+  );
+  const providerRequests = seconds.reduce((n, s) => n + s.reads + s.writes - s.limited, 0);
+  const secondsAtProviderLimit = providerRequests / window.providerRatePerSecond;
+  const bounds = [...Object.entries(secondsAtDeclaredRate), ['the provider limit', secondsAtProviderLimit] as const];
+  const [boundBy, boundSeconds] = bounds.reduce((a, b) => (b[1] > a[1] ? b : a));
+  const drainSeconds = (window.to - window.from) / 1000;
+  return {
+    drainSeconds,
+    requestsByDestination,
+    secondsAtDeclaredRate,
+    providerRequests,
+    secondsAtProviderLimit,
+    boundSeconds,
+    boundBy,
+    ratio: boundSeconds > 0 ? drainSeconds / boundSeconds : Number.NaN,
+  };
+}
+
+/** History bytes per effect on the dev server: fetchHistory of up to 50 effects' latest runs. */
+async function sampledHistoryBytes(client: Client, sql: postgres.Sql): Promise<number> {
+  const rows = await sql<
+    { effectId: string }[]
+  >`SELECT effect_id AS "effectId" FROM effects ORDER BY random() LIMIT 50`;
+  const sizes = await Promise.all(
+    rows.map(async ({ effectId }) => {
+      const history = await client.workflow.getHandle(effectId).fetchHistory();
+      return proto.temporal.api.history.v1.History.encode(history).finish().length;
+    }),
+  );
+  return Math.round(sizes.reduce((a, b) => a + b, 0) / Math.max(1, sizes.length));
+}
+
+/**
+ * A few lost posts waiting for a person, looking every second: what their looks and one wake of each kind add to
+ * their histories (harness/bench/look-cost.ts), with the workers' CPU per look. Abandoned afterwards.
+ */
+async function probeLooks(
+  stack: Stack,
+  workers: WorkerProcess[],
+  count: number,
+  windowMs: number,
+  log: (line: string) => void,
+): Promise<LookCost> {
+  const probe = stack.effectsWith({
+    readbackIntervalMs: 1000,
+    readbackMaxIntervalMs: 1000,
+    readbacksPerRun: 1_000_000,
+  });
+  const ids = Array.from({ length: count }, (_, i) => `probe:looks-${i}`);
+  await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts', count });
+  for (const id of ids) await probe.approve(postRequest(id, `Probe post ${id}`));
+  for (const id of ids)
+    await waitFor(
+      async () => (await liveStatus(stack, id)).awaiting?.startsWith('a human decision'),
+      `${id} to wait for a person`,
+      300_000,
+    );
+  const pids = new Set(workers.map((w) => w.child.pid));
+  const cost = await measureLookCost(
+    {
+      client: stack.env.client,
+      sql: stack.ledger.sql,
+      effects: probe,
+      cpu: () => cpuByRole({ workers: (p) => pids.has(p.pid) }),
+      log,
+    },
+    ids,
+    windowMs,
+  );
+  for (const id of ids) {
+    await stack.effects.decide(id, 'abandon', { actor: 'ops@example.com', reason: 'the probe is measured' });
+    await resultOf(stack, id, 300_000);
+  }
+  return cost;
+}
+
+/** One effect waiting for a person: its current run's history, its looks in the ledger, its watch's attempt. */
+async function measureWaitingHistory(client: Client, sql: postgres.Sql): Promise<OutageReport['waitingHistory']> {
+  const [row] = await sql<{ effectId: string; looks: number }[]>`
+    SELECT e.effect_id AS "effectId",
+           (SELECT count(*)::int FROM provider_evidence v WHERE v.effect_id = e.effect_id AND v.kind = 'readback') AS looks
+    FROM effects e WHERE e.stage = 'unknown' AND e.effect_id NOT LIKE 'probe:%' ORDER BY e.effect_id LIMIT 1`;
   if (!row) return undefined;
-  const history = await client.workflow.getHandle(row.effectId).fetchHistory();
-  const events = history.events ?? [];
-  const size = (list: typeof events) => proto.temporal.api.history.v1.History.encode({ events: list }).finish().length;
-  const readbacks = events
-    .map((e, i) => (e.activityTaskScheduledEventAttributes?.activityType?.name === 'readBack' ? i : -1))
-    .filter((i) => i >= 0);
-  const cycle = events.slice(readbacks.at(-1) ?? events.length);
+  const { runId, raw } = await client.workflow.getHandle(row.effectId).describe();
+  const history = await client.workflow.getHandle(row.effectId, runId).fetchHistory();
+  const watch = (raw.pendingActivities ?? []).find((a) => a.activityType?.name === 'watchForObject');
   return {
     effectId: row.effectId,
-    events: events.length,
-    bytes: size(events),
-    cycleEvents: cycle.length,
-    cycleBytes: size(cycle),
+    events: history.events?.length ?? 0,
+    bytes: proto.temporal.api.history.v1.History.encode(history).finish().length,
+    looks: row.looks,
+    watchAttempt: watch?.attempt ?? 0,
   };
 }

@@ -1,7 +1,8 @@
 // npm run outage's small configuration: 30 effects across the keyed API, the key-less feed and the orders
 // database park in UNKNOWN while Toxiproxy cuts them (answers lost, then requests too), the outage holds, the
-// provider returns behind a rate limit, and every effect settles — recorded, or waiting for a person with a
-// reason — with nothing duplicated, lost or stuck (the audit: objects at every destination against the facts).
+// provider returns behind a rate limit (every parked effect asked to look now), and every effect settles —
+// recorded, or waiting for a person with a reason — with nothing duplicated, lost or stuck (the audit: objects at
+// every destination against the facts). Then v7's wait on a few probe effects: their looks add no history events.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { readsAt } from '../../harness/simulator/traffic.js';
@@ -21,6 +22,13 @@ test('an outage of 30 effects on the cluster: parked, held, back at a rate limit
   assert.equal(report.parked, 30, 'every effect parked in UNKNOWN');
   assert.ok(report.settled, `every effect settled: ${JSON.stringify(report.final)}`);
   assert.deepEqual(report.audit.findings, [], 'no duplicate, no object without its fact, none lost or stuck');
+  // Once back, every parked effect was asked to look now (the bulk look-now), none failed.
+  assert.equal(report.lookNow?.failed, 0, `bulk look-now: ${JSON.stringify(report.lookNow)}`);
+  assert.ok(report.drain && Number.isFinite(report.drain.ratio), `drain ratio: ${JSON.stringify(report.drain)}`);
+  // Workflow v7: a waiting effect's looks are retries of one activity and add no history events; a wake does.
+  assert.ok((report.looks?.looks ?? 0) >= 3, `the probe's looks: ${report.looks?.looks}`);
+  assert.equal(report.looks?.events, 0, 'the looks added no history events');
+  assert.ok((report.looks?.wakes.lookNow.eventsPerWake ?? 0) > 0, 'a look-now wake writes its events');
   // The provider's own counter: what it let through never exceeded its limit (its 429s are counted apart).
   for (const second of report.traffic) assert.ok(second.reads + second.writes - second.limited <= RATE);
   // Each simulated destination saw at most the readback requests a second it declares, in every second.
