@@ -74,13 +74,10 @@ export function versionName({ deploymentName, buildId }: DeploymentVersion): str
 
 /** The gRPC status codes these calls answer with (grpc-js's `status`, which the SDK does not re-export). */
 const GrpcStatus = {
-  DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
-  RESOURCE_EXHAUSTED: 8,
   FAILED_PRECONDITION: 9,
   ABORTED: 10,
   UNIMPLEMENTED: 12,
-  UNAVAILABLE: 14,
 } as const;
 const grpcCode = (error: unknown) => (error as { code?: unknown } | null)?.code;
 
@@ -148,14 +145,12 @@ export async function currentVersion(
  * its workers poll (the server knows a version only from its pollers). For development stacks, tests and the demo;
  * a production rollout sets it by hand or ramps (docs/deploy.md). Resolves at once when it already is current.
  */
-const RETRY_ROUTING = new Set<number>([
-  GrpcStatus.NOT_FOUND,
-  GrpcStatus.FAILED_PRECONDITION,
-  GrpcStatus.ABORTED,
-  GrpcStatus.RESOURCE_EXHAUSTED,
-  GrpcStatus.UNAVAILABLE,
-  GrpcStatus.DEADLINE_EXCEEDED,
-]);
+/**
+ * What asking again cannot fix. Anything else is: not yet known to the server (its pollers have not reached it),
+ * another worker of the same build setting it at the same moment, the deployment's own workflow busy (the server
+ * caps its in-flight updates; a call can time out behind them) or unreachable for a moment.
+ */
+const ROUTING_REFUSED = new Set<number>([3, 7, GrpcStatus.UNIMPLEMENTED, 16]); // invalid argument, permission, -, auth
 
 export async function becomeCurrentVersion(
   service: WorkflowService,
@@ -182,11 +177,8 @@ export async function becomeCurrentVersion(
         return;
       }
     } catch (error) {
-      // Not yet known to the server (its pollers have not reached it), another worker of the same build setting it
-      // at the same moment, or the deployment's own workflow busy (its in-flight updates are capped: many task queues
-      // registering at once answer RESOURCE_EXHAUSTED) or unreachable for a moment: ask again.
       const code = grpcCode(error);
-      if (typeof code !== 'number' || !RETRY_ROUTING.has(code)) throw error;
+      if (typeof code !== 'number' || ROUTING_REFUSED.has(code)) throw error;
     }
     if (signal?.aborted) throw signal.reason;
     await new Promise((resolve) => setTimeout(resolve, wait));
