@@ -4,9 +4,13 @@
 // something untrue.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { bodySha256Of } from '../activities/destinations/index.js';
 import { revisionProblem } from '../conformance/run.js';
+import crmDestinations, { crmContract } from './doc-snippets/crm-destination.js';
 import { refunds, refusedPayload, sample, strictRefunds } from './doc-snippets/refunds.js';
 import stripeRefunds from './doc-snippets/stripe-refunds.js';
 import { blockProblems, fencedBlocks, projectRoot, readDoc } from './support/doc-blocks.js';
@@ -121,4 +125,73 @@ test("docs/your-own-destination.md's Stripe-shaped refunds: httpDestination acce
   assert.equal(destination?.contract.mechanism, 'idempotency_key');
   assert.equal(destination?.connect({ env: {} }), undefined);
   assert.equal(destination?.connect({ env: { REFUNDS_URL: 'https://api.example' } })?.name, 'refunds');
+});
+
+test("docs/your-own-destination.md's hand-written CRM: sends, reads back, looks up; a timeout after the request left is unknown", async () => {
+  // test/doc-snippets/crm-destination.ts, which the page shows, against a stub CRM on this machine.
+  const notes: Record<string, unknown>[] = [];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://crm');
+    let text = '';
+    req.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    req.on('end', () => {
+      const body = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+      if (req.method === 'POST' && body.contact === 'slow') return; // lands, never answers: the call times out
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'POST') {
+        const note = { id: `n${notes.length + 1}`, ...body, created_at: new Date().toISOString() };
+        notes.push(note);
+        return res.writeHead(201).end(JSON.stringify(note));
+      }
+      if (url.pathname === '/v1/notes') {
+        const data = notes.filter((note) => note.external_ref === url.searchParams.get('external_ref'));
+        return res.end(JSON.stringify({ data, has_more: false }));
+      }
+      const note = notes.find((n) => `/v1/notes/${n.id}` === url.pathname);
+      return note ? res.end(JSON.stringify(note)) : res.writeHead(404).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const [destination] = crmDestinations;
+    assert.equal(destination?.connect({ env: {} }), undefined, 'no CRM_URL: not hosted here');
+    const crm = destination?.connect({ env: { CRM_URL: baseUrl }, credential: 'secret' }) ?? assert.fail();
+    const release = (effectId: string, contact: string) => {
+      const pkg = crmContract.buildPackage(effectId, 'note.create', { contact, text: 'called back' });
+      return {
+        send: { effectId, idempotencyKey: effectId, operation: 'note.create', package: pkg, timeoutMs: 2_000 },
+        readback: {
+          effectId,
+          idempotencyKey: effectId,
+          package: pkg,
+          bodySha256: bodySha256Of(pkg.body),
+          since: new Date(Date.now() - 60_000).toISOString(),
+        },
+      };
+    };
+    const one = release('note:1', 'cus_1');
+    const sent = await crm.send(one.send);
+    assert.equal(sent.class, 'confirmed', JSON.stringify(sent));
+    const found = await crm.readBack(one.readback);
+    assert.deepEqual([found.outcome, found.coverage], ['found', 'complete']);
+    assert.equal(found.outcome === 'found' && found.externalId, 'n1');
+    assert.equal(crm.resolveUrl(`${baseUrl}/v1/notes/n1`), 'n1');
+    assert.deepEqual(await crm.lookup('n1', one.readback), {
+      exists: true,
+      externalId: 'n1',
+      externalUrl: `${baseUrl}/v1/notes/n1`,
+      occurredAt: (notes[0] as { created_at: string }).created_at,
+      matchesRelease: true,
+    });
+    assert.equal((await crm.readBack(release('note:2', 'cus_1').readback)).outcome, 'absent');
+    const slow = release('note:3', 'slow');
+    const timedOut = await crm.send({ ...slow.send, timeoutMs: 300 });
+    assert.equal(timedOut.class, 'unknown', JSON.stringify(timedOut));
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
