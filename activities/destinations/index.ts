@@ -14,6 +14,7 @@ export {
   type DestinationContext,
   type DestinationDefinition,
   DestinationDefinitionError,
+  DestinationResponseError,
   defineContract,
   defineDestination,
   isDestination,

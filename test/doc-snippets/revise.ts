@@ -1,5 +1,5 @@
-// For docs/multi-step-and-revisions.md ("Revisions"), whose block is to become this file line for line when the
-// page is free (test/doc-blocks.test.ts, PAGES_BEING_EDITED): a revision from backend code. tsc compiles it.
+// docs/multi-step-and-revisions.md ("Revisions") shows this file line for line (test/readme.test.ts checks it): a
+// revision from backend code. tsc compiles it.
 import { openEffectLedger } from '../../client/index.js';
 
 const ledger = await openEffectLedger();
