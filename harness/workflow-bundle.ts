@@ -95,7 +95,9 @@ export const STACK_DEPLOYMENT = 'effect-ledger';
  * workflow, whose in-flight updates the server caps at 10.
  */
 export function stackDeploymentName(taskQueue: string): string {
-  return `${STACK_DEPLOYMENT}-${taskQueue}`;
+  // A digest of the task queue, not the queue itself: the server caps a deployment name's length (about 30
+  // characters on 1.29: 'effect-ledger-chaos-key-from-run' is refused).
+  return `${STACK_DEPLOYMENT}-${createHash('sha256').update(taskQueue).digest('hex').slice(0, 8)}`;
 }
 
 /** The version a worker running this bundle belongs to in a test stack. */

@@ -71,10 +71,12 @@ interface Planted {
   fixReturns?: Cut[];
 }
 
-/** The planted return of a fix, once the fix is here; undefined before (today's code has the bug itself). */
+/** The planted return of a fix. Every cut must apply: a fix that moved must move its return too, never run silently
+ * against today's code (which has the fix, so nothing would be caught). */
 function fixReturn(planted: Planted): Cut[] | undefined {
   const cuts = planted.fixReturns;
-  return cuts?.length && cuts.every((cut) => cutProblem(cut) === null) ? cuts : undefined;
+  for (const cut of cuts ?? []) assert.equal(cutProblem(cut), null, 'the planted return no longer applies');
+  return cuts?.length ? cuts : undefined;
 }
 
 const PLANTED: Planted[] = [
@@ -93,13 +95,13 @@ const PLANTED: Planted[] = [
     fixReturns: [
       {
         file: 'workflows/reconcile.ts',
-        find: 'if (resolution !== RETRY && !isTerminal(resolution.stage) && run.decisions.length && run.decisionsBound()) {',
-        replace: 'if (false) {',
+        find: 'else if (!isTerminal(resolution.stage) && run.decisions.length)',
+        replace: 'else if (false)',
       },
       {
-        file: 'workflows/reconcile.ts',
-        find: 'const unbound = run.staleness(queued);',
-        replace: 'const unbound = undefined;',
+        file: 'workflows/decisions.ts',
+        find: 'const stale = run.staleness(queued);',
+        replace: 'const stale = undefined;',
       },
     ],
   },
@@ -115,9 +117,9 @@ const PLANTED: Planted[] = [
     cuts: [
       ...PLANTED_CUTS['stale-refusal-removed'],
       {
-        file: 'workflows/reconcile.ts',
-        find: 'const unbound = run.staleness(queued);',
-        replace: 'const unbound = undefined;',
+        file: 'workflows/decisions.ts',
+        find: 'const stale = run.staleness(queued);',
+        replace: 'const stale = undefined;',
       },
     ],
   },
@@ -145,7 +147,11 @@ const PLANTED: Planted[] = [
     // Both of v5's fixes return: revise() joining the closing run, and that run's own hand-over to the current
     // revision (with the hand-over in place, the joined run continues as new on the revision: harmless).
     fixReturns: [
-      { file: 'client/effect-ledger-client.ts', find: 'if (revised) {', replace: 'if (false && revised) {' },
+      {
+        file: 'client/effect-ledger-client.ts',
+        find: '    if (revised)\n      return starter.signalWithStart({',
+        replace: '    if (false && revised)\n      return starter.signalWithStart({',
+      },
       {
         file: 'workflows/effect-run.ts',
         find: 'if (current.revision <= this.releaseRevision) return ending;',
@@ -161,8 +167,8 @@ const PLANTED: Planted[] = [
     caught: ['decision_applied_twice'],
     fixReturns: [
       {
-        file: 'workflows/reconcile.ts',
-        find: 'if (!taken || taken.first || !run.decisionsBound()) return false;',
+        file: 'workflows/decisions.ts',
+        find: 'if (!taken || taken.first) return false;',
         replace: 'return false;',
       },
     ],
@@ -213,9 +219,9 @@ const PLANTED: Planted[] = [
     caught: ['object_without_fact'],
     fixReturns: [
       {
-        file: 'workflows/reconcile.ts',
-        find: "const mayHaveLanded = view.stage === 'unknown'",
-        replace: "const mayHaveLanded = false && view.stage === 'unknown'",
+        file: 'workflows/decisions.ts',
+        find: "const look = view.stage === 'unknown' ? await lookBeforeAbandon(run, decision.actor) : { clear: true as const };",
+        replace: 'const look: any = { clear: true };',
       },
     ],
   },
@@ -229,7 +235,7 @@ const PLANTED: Planted[] = [
     fixReturns: [
       {
         file: 'workflows/attempt.ts',
-        find: "if (report.lastAnswer === 'not_sent' && patched(RESEND_AFTER_NOT_SENT_PATCH)) {",
+        find: "if (report.lastAnswer === 'not_sent') {",
         replace: 'if (false) {',
       },
     ],
@@ -258,9 +264,9 @@ const PLANTED: Planted[] = [
     caught: ['unknown_without_send'],
     fixReturns: [
       {
-        file: 'workflows/effect-run.ts',
-        find: 'this.resumesSending = input.carried?.resendPending === true && patched(NOT_SENT_CARRIED_PATCH);',
-        replace: 'this.resumesSending = input.carried?.resendPending === true && !patched(NOT_SENT_CARRIED_PATCH);',
+        file: 'workflows/effect-workflow.ts',
+        find: 'let resumesSending = input.carried?.resendPending === true;',
+        replace: 'let resumesSending = input.carried?.resendPending !== true && false;',
       },
     ],
   },

@@ -384,7 +384,7 @@ export class ChaosStack {
     // Keep the tail of what the worker printed: why it died, if it dies on its own.
     let tail = '';
     const keep = (chunk: Buffer) => {
-      tail = (tail + chunk.toString()).slice(-1500);
+      tail = (tail + chunk.toString()).slice(-8000);
     };
     worker.child.stdout?.on('data', keep);
     worker.child.stderr?.on('data', keep);
@@ -394,7 +394,7 @@ export class ChaosStack {
       this.workers[slot] = null;
       this.stats.workerCrashes++;
       this.log(
-        `worker ${slot} exited on its own (${signal ?? code}); starting it again. It said: ${tail.trim().split('\n').slice(-6).join(' | ')}`,
+        `worker ${slot} exited on its own (${signal ?? code}); starting it again. It said: ${tail.trim().split('\n').slice(-40).join(' | ')}`,
       );
       this.crashes.push({ at: new Date(), slot, exit: String(signal ?? code), tail });
       this.track(this.restartWorker(slot, 1000));

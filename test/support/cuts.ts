@@ -38,8 +38,8 @@ export const PLANTED_CUTS = {
   'stale-refusal-removed': [
     {
       file: 'workflows/reconcile.ts',
-      find: 'if (resolution === RETRY && run.v3) {',
-      replace: 'if (resolution === RETRY && run.v3 && !run.v3) {',
+      find: 'if (resolution === RETRY)\n',
+      replace: 'if (resolution === RETRY && resolution !== RETRY)\n',
     },
   ],
   /** stepsToGo() returns every step, settled ones included: a continued run carries a settled step again. */
