@@ -112,14 +112,20 @@ const PLANTED: Planted[] = [
     seed: 8226,
     effects: 2,
     caught: ['decision_other_episode'],
-    // The refusal after a retry and the episode binding (v5) each stop the leftover abandon: with the binding
-    // in place, removing the refusal alone is harmless, so both are planted.
+    // The refusal after a retry and the episode binding (v5) each stop the leftover abandon, and since v7 so does the
+    // look before an abandon (it records the object the retry made instead): with any one in place, removing the
+    // others is harmless, so all three are planted.
     cuts: [
       ...PLANTED_CUTS['stale-refusal-removed'],
       {
         file: 'workflows/decisions.ts',
         find: 'const stale = run.staleness(queued);',
         replace: 'const stale = undefined;',
+      },
+      {
+        file: 'workflows/decisions.ts',
+        find: "const look = view.stage === 'unknown' ? await lookBeforeAbandon(run, decision.actor) : { clear: true as const };",
+        replace: 'const look: any = { clear: true };',
       },
     ],
   },
