@@ -49,12 +49,12 @@ export type WorkflowProbe = (effectId: string) => Promise<WorkflowView>;
 /** Is the workflow visibly waiting for a person (its status query's `awaiting` asks for a human decision)? */
 export function waitsForPerson(view: WorkflowView): boolean {
   const awaiting = view.awaiting ?? '';
-  // "…; a person may abandon it meanwhile" (a pause before a resend) and "…(a person may decide meanwhile: …)" (a look
-  // after the in-flight window) are on their way: a person may act, but none is needed.
+  // "retry with the same key in 1 s (not sent: …); a person may abandon it meanwhile": a pause before a resend is on
+  // its way; a person may act, but none is needed.
   return (
     view.status === 'RUNNING' &&
     /human|person|decision/i.test(awaiting) &&
-    !/person may \w+ (it )?meanwhile/i.test(awaiting)
+    !/person may abandon it meanwhile/i.test(awaiting)
   );
 }
 
