@@ -18,8 +18,9 @@
 // clock and pinned faults, it concludes without having seen ours.
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { valueAt } from '../activities/destinations/http-spec.js';
 import type { ProviderFault } from './faults.js';
-import { type ListingShape, type ProviderShape, setAt, timeOf, valueAt, writtenLike } from './provider-shape.js';
+import { type ListingShape, type ProviderShape, setAt, timeOf, writtenLike } from './provider-shape.js';
 
 export interface FaultProxyOptions {
   /** host:port of the real API. */

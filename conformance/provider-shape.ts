@@ -5,6 +5,7 @@
 // declaration says the API is, so it needs no knowledge of the API beyond it. Plain data: it travels to the
 // kit's proxy process as JSON.
 import type { HttpDestinationSpec } from '../activities/destinations/http-destination.js';
+import { isRecord, valueAt } from '../activities/destinations/http-spec.js';
 
 /** How the declaration says the provider writes a time; `assumed` when it names none (read as it comes). */
 export type TimeFormat = 'iso' | 'epoch-seconds' | 'epoch-ms' | 'assumed';
@@ -91,20 +92,6 @@ export function shapeOf(spec: HttpDestinationSpec): ProviderShape {
       ? { key: { header: spec.idempotencyKey.header, retentionSeconds: spec.idempotencyKey.retentionSeconds } }
       : {}),
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The value at a dot path, or undefined. */
-export function valueAt(value: unknown, path: string): unknown {
-  let current = value;
-  for (const part of path.split('.')) {
-    if (!isRecord(current) || !Object.hasOwn(current, part)) return undefined;
-    current = current[part];
-  }
-  return current;
 }
 
 /** Sets the value at a dot path in place, where every object along it exists. */

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DECISION_KINDS, parseDecision } from '../../domain/decisions.js';
+import { SHIPPED } from '../../harness/layers.js';
 import { EFFECT_SEARCH_ATTRIBUTES } from '../../workers/search-attribute-check.js';
 import { projectRoot } from './doc-blocks.js';
 
@@ -20,18 +21,7 @@ export function read(path: string): string {
 }
 
 /** The project's TypeScript outside test/ (what reads an environment variable, declares a signal). */
-export const sources = [
-  'domain',
-  'ledger',
-  'activities',
-  'workflows',
-  'client',
-  'workers',
-  'stack',
-  'conformance',
-  'harness',
-  'scripts',
-]
+export const sources = [...SHIPPED, 'harness', 'scripts']
   .flatMap((dir) =>
     readdirSync(join(projectRoot, dir), { recursive: true, encoding: 'utf8' }).map((f) => `${dir}/${f}`),
   )
