@@ -79,8 +79,6 @@ export async function planBulk(
   const ids: string[] = [];
   for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
   // Each live view is a query a worker answers: several at once, or planning 10,000 takes longer than the drain.
-  const effects: PlannedDecision[] = new Array(ids.length);
-  let next = 0;
   let seen = 0;
   const planOne = async (effectId: string): Promise<PlannedDecision> => {
     try {
@@ -96,13 +94,11 @@ export async function planBulk(
       return { effectId, stage: '?', skip: `no live view: ${(error as Error).message}` };
     }
   };
-  const lane = async () => {
-    for (let i = next++; i < ids.length; i = next++) {
-      effects[i] = await planOne(ids[i] as string);
-      onProgress?.(++seen);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
+  const effects = await inLanes(ids, concurrency, async (effectId) => {
+    const planned = await planOne(effectId);
+    onProgress?.(++seen);
+    return planned;
+  });
   return { ...request, batch: randomUUID(), effects };
 }
 
@@ -118,8 +114,6 @@ export async function sendBulk(
   plan: BulkPlan,
   { concurrency = 8, progress }: { concurrency?: number; progress?: SingleBar } = {},
 ): Promise<BulkOutcome[]> {
-  const outcomes: BulkOutcome[] = new Array(plan.effects.length);
-  let next = 0;
   const one = async (item: PlannedDecision): Promise<BulkOutcome> => {
     if (item.skip) return { effectId: item.effectId, result: 'skipped', detail: item.skip };
     const { actor, reason } = plan;
@@ -146,15 +140,22 @@ export async function sendBulk(
       return { effectId: item.effectId, result: 'failed', detail: (error as Error).message };
     }
   };
-  await Promise.all(
-    Array.from({ length: Math.max(1, concurrency) }, async () => {
-      for (let i = next++, item = plan.effects[i]; item; i = next++, item = plan.effects[i]) {
-        outcomes[i] = await one(item);
-        progress?.increment();
-      }
-    }),
-  );
-  return outcomes;
+  return inLanes(plan.effects, concurrency, async (item) => {
+    const outcome = await one(item);
+    progress?.increment();
+    return outcome;
+  });
+}
+
+/** `fn` over every item, `concurrency` at a time, the results in the items' order. */
+async function inLanes<T, R>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await fn(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
+  return results;
 }
 
 /** The dry run as a person reads it: one line per effect, then the counts. */
