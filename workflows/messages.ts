@@ -63,15 +63,6 @@ export function handleMessages(run: EffectRun): void {
     { description: lookNowSignalDescription },
   );
 
-  // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped.
-  setDefaultSignalHandler((name, ...args) =>
-    run.refuse(
-      'unrecognised',
-      '',
-      args[0] ?? null,
-      `unknown signal ${JSON.stringify(name)}; use approve-retry, confirm-delivery or abandon`,
-    ),
-  );
   setHandler(statusQuery, () => run.view.status(), { description: statusQueryDescription });
   setHandler(approveRetrySignal, onDecision('approve-retry'), {
     description: decisionSignalDescriptions['approve-retry'],
@@ -101,5 +92,16 @@ export function handleMessages(run: EffectRun): void {
         if (refusal) throw new Error(refusal);
       },
     },
+  );
+  // A signal name we do not know (a typo in the UI) is answered in the ledger too, never silently dropped. Registered
+  // last: a default handler set first takes the signals buffered for a new run (a decision sent across a hand-over)
+  // before their own handlers exist, and refuses them as unknown.
+  setDefaultSignalHandler((name, ...args) =>
+    run.refuse(
+      'unrecognised',
+      '',
+      args[0] ?? null,
+      `unknown signal ${JSON.stringify(name)}; use approve-retry, confirm-delivery or abandon`,
+    ),
   );
 }
