@@ -2,7 +2,8 @@
 // readBack: its turn under the destination's rate, its evidence in the ledger, its fact when found) and, when it
 // saw what the workflow already knows, fails with the time of the next look as its retry delay. Retries write no
 // history events, so a wait of weeks costs the workflow nothing; it wakes only when the verdict changes, or when
-// a person decides (it cancels this activity: one still in its retry delay is cancelled at once). The Web UI's
+// a person decides (it cancels this activity: one still in its retry delay is cancelled at once). A look now is a
+// reset of this activity (its retry delay discarded): no signal, no workflow task, no history event. The Web UI's
 // pending activity shows the last look and when the next one is; the ledger keeps every look (effect status).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
@@ -46,7 +47,11 @@ export function createLookActivities(deps: ActivityDeps) {
     async watchForObject(request: LookRequest): Promise<ReadbackResult> {
       const { known, notBefore, schedule, ...target } = request;
       const now = Date.now();
-      if (Context.current().info.attempt === 1 && notBefore !== undefined && notBefore - now > EARLY_MS)
+      const { info } = Context.current();
+      // Reset by an operator (Temporal's activity reset, `effect-ledger decide --look-now`): attempt 1 again, but
+      // scheduled later than the activity was — the look is taken now, whatever the schedule said.
+      const reset = info.attempt === 1 && info.currentAttemptScheduledTimestampMs > info.scheduledTimestampMs;
+      if (info.attempt === 1 && !reset && notBefore !== undefined && notBefore - now > EARLY_MS)
         throw nextLook(notBefore - now, `waiting to look: the next look is at ${when(notBefore)}`);
       const read = await readBack(target);
       if (read.outcome === 'found' || known === undefined || !schedule || verdictKey(read) !== known) return read;

@@ -4,9 +4,8 @@
 // — the declarative HTTP adapter and the email adapter do, on every GET. A destination whose turns are taken
 // beyond the horizon (a provider just back from an outage, thousands waiting) is not waited for in the
 // activity: it is retried after the turns ahead have gone, before any request has left (a further request of
-// a readback under way waits longer: FURTHER_REQUEST_HORIZON_MS). A worker that leaves late (its ledger answers
-// slowly, its event loop stalls) reserves longer turns for itself, so it neither crowds the next request nor
-// gives its turns up forever.
+// a readback under way waits longer: FURTHER_REQUEST_HORIZON_MS). Each turn reserves how late this process's
+// requests have lately left; one that would leave later than its turn reserved takes another instead.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
 import { DEFAULT_READBACK_RATE_PER_SECOND } from '../domain/destination-contract.js';
@@ -26,15 +25,23 @@ export interface ReadbackTurns {
 }
 
 /**
- * How late this process's last request would have left after its turn's moment: the lateness of a process (a
- * loaded machine, a far ledger) lasts, so its next turn reserves for it. Each measurement replaces the last, so a
- * stall that has passed costs one longer turn, not a lasting slowdown.
+ * How late this process's last requests would have left after their turns' moments, newest last: the lateness of
+ * a process (a loaded machine, a far ledger) lasts, so its next turn reserves for it. A few are kept, so one quick
+ * answer between slow ones does not leave the next turn short (it would be given up); a stall that has passed
+ * leaves them after that many turns. A reservation costs its lateness once a second, not per turn
+ * (ledger/readback-pace.ts), so erring long is cheap and a turn given up is rare.
  */
-let lastLateMs = 0;
+const recentLateMs: number[] = [];
+const LATE_KEPT = 8;
 
-/** What a turn reserves beyond PACE_LATE_MS: half as much again as the last lateness, to absorb its jitter. */
+/** What a turn reserves: a quarter more than the latest of the recent latenesses, at least PACE_LATE_MS. */
 function reserveMs(): number {
-  return Math.max(0, Math.ceil(lastLateMs * 1.5) - PACE_LATE_MS);
+  return Math.max(PACE_LATE_MS, Math.ceil(Math.max(0, ...recentLateMs) * 1.25));
+}
+
+function noteLate(ms: number): void {
+  recentLateMs.push(ms);
+  if (recentLateMs.length > LATE_KEPT) recentLateMs.shift();
 }
 
 /**
@@ -54,9 +61,13 @@ export function readbackTurns(
   let prepaid = false;
   const take = async (horizonMs: number) => {
     for (;;) {
-      const reserved = reserveMs();
-      const asked = performance.now();
-      const turn = await takeReadbackTurn(db, destination, ratePerSecond, horizonMs, reserved);
+      let reserved = PACE_LATE_MS;
+      let asked = performance.now();
+      const turn = await takeReadbackTurn(db, destination, ratePerSecond, horizonMs, () => {
+        asked = performance.now();
+        reserved = reserveMs();
+        return reserved;
+      });
       if (!turn.taken) {
         onPaced?.();
         const attempt = Context.current().info.attempt;
@@ -77,11 +88,11 @@ export function readbackTurns(
         await context.sleep(turn.waitMs);
       }
       // How late the request would leave, by this process's own durations (no clock compared): at most the answer's
-      // whole round trip plus the sleep's overrun. Later than its turn reserved for, it could leave on the heels of
-      // the next turn's: it takes another, which reserves for the lateness just seen.
+      // whole round trip plus the sleep's overrun. Later than its turn reserved for, it could crowd a second the
+      // turns a second later count on: it takes another, which reserves for the lateness just seen.
       const late = answered - asked + (performance.now() - answered - Math.max(0, turn.waitMs));
-      lastLateMs = late;
-      if (late <= PACE_LATE_MS + reserved) return;
+      noteLate(late);
+      if (late <= reserved) return;
     }
   };
   return {

@@ -43,6 +43,7 @@ import {
   type EffectInput,
   type EffectResult,
   type EffectStatus,
+  LOOK_ACTIVITY,
   lookNowSignal,
   revisionReleasedSignal,
   type StepInput,
@@ -87,6 +88,12 @@ export interface EffectLedgerClientOptions {
   destinations?: readonly KnownDestination[];
   /** The tracer approve's span is made with (default: effect-ledger's, on the process's tracer provider). */
   tracer?: Tracer;
+  /**
+   * Attempts run as local activities on the workflow's own worker (workflow v8): the happy path in 7 history events
+   * and one workflow task, at a bare workflow's price (docs/price-and-bench.md). Default false: a regular activity,
+   * shown as the pending activity while it runs (a status query meanwhile answers at once).
+   */
+  localAttempts?: boolean;
 }
 
 const DEFAULT_READBACK_INTERVAL_MS = 10 * 60 * 1000;
@@ -282,7 +289,7 @@ export class EffectLedgerClient {
       callTimeoutMs: this.options.callTimeoutMs ?? contract.callTimeoutMs,
       retryAfterProvenAbsence: contract.retryAfterProvenAbsence,
       // The retention recorded at approval: what the key was promised, whatever a later deploy declares.
-      ...(effect.keyRetentionSeconds != null ? { keyRetentionSeconds: effect.keyRetentionSeconds } : {}),
+      ...keyRetention(effect.mechanism, effect.keyRetentionSeconds),
       readbackIntervalMs: this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
       readbackMaxIntervalMs: Math.max(
         this.options.readbackIntervalMs ?? DEFAULT_READBACK_INTERVAL_MS,
@@ -293,6 +300,7 @@ export class EffectLedgerClient {
       // Only a multi-step effect names its steps: a single-step input stays what v3 took.
       ...(steps.length > 1 ? { steps } : {}),
       ...(revised ? { releaseRevision: effect.revision } : {}),
+      ...(this.options.localAttempts ? { attemptLocally: true } : {}),
     };
     const options = {
       workflowId: effect.effectId,
@@ -340,9 +348,7 @@ export class EffectLedgerClient {
       callTimeoutMs: this.options.callTimeoutMs ?? contract.callTimeoutMs,
       retryAfterProvenAbsence: contract.retryAfterProvenAbsence,
       readbackMaxIntervalMs: Math.max(interval, this.options.readbackMaxIntervalMs ?? contract.readbackMaxIntervalMs),
-      ...(contract.mechanism === 'idempotency_key' && contract.keyRetentionSeconds != null
-        ? { keyRetentionSeconds: contract.keyRetentionSeconds }
-        : {}),
+      ...keyRetention(contract.mechanism, contract.keyRetentionSeconds),
     };
   }
 
@@ -396,6 +402,8 @@ export class EffectLedgerClient {
       reason: string;
       externalId?: string;
       externalUrl?: string;
+      /** abandon: the person saw at the destination that the object is not there (needed where the last look could not tell). */
+      checkedAbsent?: true;
       /** What the decision answers (the status's `decideOn`): refused as stale once the effect moved past it. */
       step?: string;
       revision?: number;
@@ -425,11 +433,35 @@ export class EffectLedgerClient {
   }
 
   /**
-   * The provider is back: the effect's waiting look is taken now instead of at its scheduled time (the `look-now`
-   * signal; an effect not waiting in UNKNOWN ignores it). Nothing is decided.
+   * The provider is back: the effect's waiting look is taken now instead of at its scheduled time. Nothing is
+   * decided. Where a look waits (its `watchForObject` activity between attempts), the activity is reset: its retry
+   * delay is discarded and the look goes at once, with no signal, no workflow task and no history event. Where none
+   * waits (the effect is between looks for another reason, or not in UNKNOWN), the `look-now` signal asks the
+   * workflow instead (an effect not waiting in UNKNOWN ignores it). Says which it was.
    */
-  async lookNow(effectId: string, asked: { actor: string; reason: string }): Promise<void> {
-    await this.options.client.workflow.getHandle(effectId).signal(lookNowSignal, asked);
+  async lookNow(
+    effectId: string,
+    asked: { actor: string; reason: string },
+    { by = 'reset-or-signal' }: { by?: 'reset-or-signal' | 'signal' } = {},
+  ): Promise<'reset' | 'signal'> {
+    const { client } = this.options;
+    if (by === 'reset-or-signal') {
+      const reset = await client.workflowService
+        .resetActivity({
+          namespace: client.options.namespace,
+          execution: { workflowId: effectId },
+          type: LOOK_ACTIVITY,
+          identity: `${asked.actor}: ${asked.reason}`.slice(0, 255),
+        })
+        .then(
+          () => true,
+          // No waiting look to reset (or a server without the activity API): the workflow is asked instead.
+          () => false,
+        );
+      if (reset) return 'reset';
+    }
+    await client.workflow.getHandle(effectId).signal(lookNowSignal, asked);
+    return 'signal';
   }
 
   listByStage(stage: EffectStage, limit?: number) {
@@ -486,4 +518,14 @@ function fingerprintOf(effect: EffectRow, request: RevisionRequest): string | nu
 
 function notKnownHere(destination: string): string {
   return `no destination ${destination} is known to this client (give it that destination: the destinations option, or EFFECT_LEDGER_DESTINATIONS)`;
+}
+
+/**
+ * The key retention a run heeds: a provider's declared seconds, or 0 where nothing dedupes a resend (`none`, and a
+ * `natural_key` such as a Message-ID: the mailbox does not refuse a second one), so a retry leaves only over a look
+ * proving absence. Null (a transactional key, stored with the object): no expiry.
+ */
+function keyRetention(mechanism: string, seconds: number | null | undefined): { keyRetentionSeconds?: number } {
+  if (mechanism === 'none' || mechanism === 'natural_key') return { keyRetentionSeconds: 0 };
+  return seconds != null ? { keyRetentionSeconds: seconds } : {};
 }

@@ -239,11 +239,15 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   /** `count` objects of other writers, made after `ours` (now): copies of it under IDs and references of their own. */
   function othersAfter(ours: unknown, count: number): unknown[] {
+    // Dated just after ours, not when the listing is read: a look taken late (a loaded machine, a retry's fresh
+    // look after the in-flight window) must meet the same page as one taken at once.
+    const oursAt = timeOf(valueAt(ours, time.field), time.format);
+    const at = Number.isFinite(oursAt) ? oursAt : Date.now();
     return Array.from({ length: count }, (_, n) => {
       const other = structuredClone(ours);
       setAt(other, shape.idField, `${String(valueAt(ours, shape.idField))}-other-${n + 1}`);
       setAt(other, shape.referenceField, `${reference}.other-${n + 1}`);
-      setAt(other, time.field, writtenLike(valueAt(ours, time.field), Date.now(), time.format));
+      setAt(other, time.field, writtenLike(valueAt(ours, time.field), at + count - n, time.format));
       return other;
     });
   }

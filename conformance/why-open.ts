@@ -40,5 +40,27 @@ export async function whyOpen(client: Client, effectId: string): Promise<string>
         : `${name} running, attempt ${pending.attempt ?? '?'}`,
     );
   }
+  // A workflow that cannot move although nothing is pending: its workflow task is failing or timing out.
+  const task = description?.raw.pendingWorkflowTask;
+  if (task && (task.attempt ?? 1) > 1)
+    parts.push(`workflow task retried, attempt ${task.attempt}${await lastTaskFailure(client, effectId)}`);
   return parts.join('; ');
+}
+
+/** The last workflow task failure or timeout in the history, as ": <cause> <message>", or "". */
+async function lastTaskFailure(client: Client, effectId: string): Promise<string> {
+  try {
+    const history = await client.workflow.getHandle(effectId).fetchHistory();
+    const events = history.events ?? [];
+    for (let i = events.length - 1; i >= 0; i--) {
+      const event = events[i];
+      const failed = event?.workflowTaskFailedEventAttributes;
+      if (failed) return `: failed (cause ${failed.cause ?? '?'}): ${failed.failure?.message ?? ''}`;
+      if (event?.workflowTaskTimedOutEventAttributes)
+        return `: timed out (${event.workflowTaskTimedOutEventAttributes.timeoutType ?? '?'})`;
+    }
+    return '';
+  } catch {
+    return '';
+  }
 }

@@ -28,7 +28,7 @@ export type Decision = { actor: string; reason: string } & DecisionBinding &
   (
     | { kind: 'approve-retry' }
     | { kind: 'confirm-delivery'; externalId?: string; externalUrl?: string }
-    | { kind: 'abandon' }
+    | { kind: 'abandon'; checkedAbsent?: true }
   );
 
 export type ParsedDecision = { ok: true; decision: Decision } | { ok: false; error: string; actor: string };
@@ -38,7 +38,7 @@ const BINDING_FIELDS = ['step', 'revision', 'attempt'] as const;
 const FIELDS: Record<DecisionKind, readonly string[]> = {
   'approve-retry': ['actor', 'reason', ...BINDING_FIELDS],
   'confirm-delivery': ['actor', 'reason', 'externalId', 'externalUrl', ...BINDING_FIELDS],
-  abandon: ['actor', 'reason', ...BINDING_FIELDS],
+  abandon: ['actor', 'reason', 'checkedAbsent', ...BINDING_FIELDS],
 };
 
 const STEP_NAME = new RegExp(STEP_SOURCE);
@@ -117,6 +117,14 @@ export function parseDecision(kind: unknown, raw: unknown): ParsedDecision {
   if (!reason) return fail('reason is required: why');
   const bound = binding(raw);
   if (bound instanceof Error) return fail(bound.message);
+  if (kind === 'abandon') {
+    // The person's own word that the object is not at the destination: what an abandon needs where the last look
+    // could not tell (a crowded listing, a lagging search). Only `true` says it.
+    if (raw.checkedAbsent !== undefined && raw.checkedAbsent !== true)
+      return fail('checkedAbsent must be true (you checked the destination and the object is not there), or left out');
+    const checked = raw.checkedAbsent === true ? { checkedAbsent: true as const } : {};
+    return { ok: true, decision: { kind, actor: actor as string, reason: reason as string, ...bound, ...checked } };
+  }
   if (kind !== 'confirm-delivery')
     return { ok: true, decision: { kind, actor: actor as string, reason: reason as string, ...bound } };
   const externalId = text(raw, 'externalId', 200);

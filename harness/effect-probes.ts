@@ -12,6 +12,16 @@ import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../workflows/ledger-reconciler.
 import type { Stack } from './local-stack.js';
 import type { LoggedRequest } from './simulator/request-log.js';
 
+/** The looks at the effect's object the ledger holds (its readback evidence). */
+export async function looksOf(stack: Stack, effectId: string): Promise<number> {
+  return (await stack.effects.status(effectId)).trail.evidence.filter((e) => e.kind === 'readback').length;
+}
+
+/** The events in the history of the effect's current run. */
+export async function historyLength(stack: Stack, effectId: string): Promise<number> {
+  return (await stack.env.client.workflow.getHandle(effectId).fetchHistory()).events?.length ?? 0;
+}
+
 /** How long any helper waits for a workflow to close before it fails instead of hanging. */
 export const RESULT_TIMEOUT_MS = 90_000;
 

@@ -37,15 +37,40 @@ export function jaegerAvailable(): boolean {
     : Boolean(process.env.PATH?.split(':').some((d) => existsSync(`${d}/${binary}`)));
 }
 
+/**
+ * Its seven ports are picked free one by one and bound only when it starts: another process (the suite runs several
+ * files at once) may take one in between ("bind: address already in use"). Then it starts again on new ports.
+ */
 export async function startJaeger(ports: { queryPort?: number } = {}): Promise<JaegerServer> {
-  const port = async () => `127.0.0.1:${await freePort()}`;
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startJaegerOnce(ports);
+    } catch (error) {
+      if (tries >= 3 || !/address already in use/.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startJaegerOnce(ports: { queryPort?: number }): Promise<JaegerServer> {
+  const taken = new Set<number>();
+  // Seven distinct ports: a port just released may be handed out again by the next ask.
+  const distinct = async (): Promise<number> => {
+    for (;;) {
+      const n = await freePort();
+      if (!taken.has(n)) {
+        taken.add(n);
+        return n;
+      }
+    }
+  };
+  const port = async () => `127.0.0.1:${await distinct()}`;
   const admin = await port();
   const collectorGrpc = await port();
   const collectorHttp = await port();
   const otlpGrpc = await port();
   const otlpHttp = await port();
   const queryGrpc = await port();
-  const queryHttp = `127.0.0.1:${ports.queryPort ?? (await freePort())}`;
+  const queryHttp = `127.0.0.1:${ports.queryPort ?? (await distinct())}`;
   const server = spawnSupervised(
     jaegerBinary(),
     [
@@ -74,10 +99,11 @@ export async function startJaeger(ports: { queryPort?: number } = {}): Promise<J
     },
   );
   const queryUrl = `http://${queryHttp}`;
-  await waitFor(
+  // An exit ends the wait at once (a port taken meanwhile is retried by the caller), not after the 30 s.
+  const exited = () => server.child.exitCode !== null;
+  const started = waitFor(
     async () => {
-      if (server.child.exitCode !== null)
-        throw new Error(`jaeger (${jaegerBinary()}) exited: ${server.output() || 'no output'}`);
+      if (exited()) return true;
       const [query, health] = await Promise.all([
         fetch(`${queryUrl}/api/services`).catch(() => undefined),
         fetch(`http://${admin}/`).catch(() => undefined),
@@ -86,7 +112,13 @@ export async function startJaeger(ports: { queryPort?: number } = {}): Promise<J
     },
     'Jaeger to answer',
     30_000,
-  );
+  ).then(() => {
+    if (exited()) throw new Error(`jaeger (${jaegerBinary()}) exited: ${server.output() || 'no output'}`);
+  });
+  await started.catch(async (error: unknown) => {
+    await server.stop();
+    throw error;
+  });
   const getJson = async (path: string) => {
     const response = await fetch(`${queryUrl}${path}`);
     if (response.status === 404) return undefined;

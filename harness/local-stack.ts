@@ -99,6 +99,8 @@ export interface StackOptions {
   purpose?: string;
   /** More dev-server arguments (its limits, say); the dev server only, not the cluster target. */
   devServerArgs?: string[];
+  /** The clients' attempts run as local activities (EffectLedgerClientOptions.localAttempts). */
+  localAttempts?: boolean;
 }
 
 export async function startStack({

@@ -3,7 +3,8 @@ import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import postgres from 'postgres';
 import * as schema from './schema.js';
 
-export type LedgerDb = PostgresJsDatabase<typeof schema>;
+/** The pool underneath as well ($client): a statement that must time its own round trip reserves a connection. */
+export type LedgerDb = PostgresJsDatabase<typeof schema> & { $client: postgres.Sql };
 
 /** The ledger database every process opens unless DATABASE_URL names another. */
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/effect_ledger';

@@ -235,7 +235,9 @@ export const providerEvidence = pgTable(
     check('found_names_object', sql`${t.outcome} NOT IN ('found', 'confirmed') OR ${t.externalId} IS DISTINCT FROM ''`),
     // One answer per attempt: a replayed activity cannot record a second, different response.
     uniqueIndex('evidence_one_response_per_attempt_uq').on(t.attemptId).where(sql`${t.kind} = 'response'`),
-    index('evidence_effect_idx').on(t.effectId),
+    // By effect, newest last: an effect's latest evidence is one index probe (the list by stage, an operator's view
+    // of thousands waiting), not a backward scan of every effect's evidence (migration 0013).
+    index('evidence_effect_idx').on(t.effectId, t.evidenceId),
   ],
 );
 
@@ -339,8 +341,12 @@ export const readbackPace = pgTable(
   'readback_pace',
   {
     destination: text('destination').primaryKey(),
-    // The earliest moment the next request may leave; a turn taken now starts at max(this, now).
+    // The earliest moment the next request may leave; a turn taken now starts at max(this, now, the window below).
     nextAt: timestamp('next_at', { withTimezone: true }).notNull(),
+    // The latest moment each of the destination's last turns (as many as a second's worth) may leave, oldest first:
+    // a turn starts a second after the one that many turns before it may have left, so a late request costs its
+    // lateness once a second, not on every turn.
+    latestDepartures: timestamp('latest_departures', { withTimezone: true }).array().notNull().default(sql`'{}'`),
   },
   (t) => [check('readback_pace_destination_length', sql`length(${t.destination}) BETWEEN 1 AND 200`)],
 );

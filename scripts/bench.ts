@@ -58,6 +58,7 @@ interface Options {
   target: 'dev' | 'cluster';
   mainWorkers: number;
   pauseIdle?: boolean;
+  localAttempts?: boolean;
   rateEffects?: number;
   effects?: number;
   concurrency?: number;
@@ -95,6 +96,7 @@ const opts = new Command('bench')
       '(default: on with --target cluster or --main-workers > 1, off otherwise)',
   )
   .option('--no-pause-idle', 'leave both kinds of workers polling in every main round')
+  .option('--local-attempts', "the ledgered effects' attempts as local activities (the client's localAttempts, v8)")
   .option('--effects <n>', 'effects per main run (default 300; quick 40)', int(1))
   .option('--concurrency <n>', 'effects in flight in the main runs (default 20; quick 10)', int(1))
   .option('--rounds <n>', 'rounds of (bare, ledgered), alternating which goes first (default 2)', int(1))
@@ -156,6 +158,7 @@ const config = {
   lookEffects: pick(opts.lookEffects, 10, 3),
   lookIntervalMs: opts.lookIntervalMs ?? 2000,
   lookWindowS: pick(opts.lookWindowS, 30, 10),
+  localAttempts: Boolean(opts.localAttempts),
   quick,
 };
 const outDir = resolve(opts.out);
@@ -695,7 +698,7 @@ async function main() {
   // harness/temporal-target.ts: startStack starts the cluster instead of the dev server, and its
   // environment's teardown (stack.stop) stops the cluster's server and drops its databases.
   if (config.target === 'cluster') process.env[TEMPORAL_TARGET_ENV] = 'cluster';
-  const stack = await startStack({ purpose: 'bench' });
+  const stack = await startStack({ purpose: 'bench', localAttempts: config.localAttempts });
   const tag = randomBytes(3).toString('hex');
   const bench: Bench = {
     stack,
@@ -896,7 +899,8 @@ async function main() {
       '',
       `on the ${config.target === 'cluster' ? 'cluster (temporal-server on PostgreSQL)' : 'dev server'}, ` +
         `${config.mainWorkers} worker process(es) of each kind in the main rounds` +
-        (config.pauseIdle ? ', the idle kind paused' : ', both kinds polling'),
+        (config.pauseIdle ? ', the idle kind paused' : ', both kinds polling') +
+        (config.localAttempts ? ', ledgered attempts as local activities' : ''),
       `ratio ledgered/bare effects/s: per round ${ratio.perRound.map((r) => fmt(r, 2)).join(', ')}; mean ${fmt(ratio.mean, 2)}`,
     );
     const byType = (kind: Kind) => history[kind].eventsPerEffectByType;
@@ -949,7 +953,9 @@ async function main() {
           `added ${looks.events} history events, ${looks.bytes} bytes: ${fmt(looks.eventsPerLook, 2)} events and ` +
           `${fmt(looks.bytesPerLook, 0)} bytes per look; CPU ms per look: ${cpu || '-'}`,
         `  a wake by a decision refused as stale: ${wake(looks.wakes.staleDecision)}`,
-        `  a wake by look-now: ${wake(looks.wakes.lookNow)}`,
+        `  a wake by the look-now signal: ${wake(looks.wakes.lookNow)}`,
+        `  a look-now by reset of the waiting watch (the client's lookNow): ${looks.resetLookNow.resets} reset, ` +
+          `${looks.resetLookNow.looks} looks, ${looks.resetLookNow.events} history events, ${looks.resetLookNow.bytes} bytes`,
         `  at the default schedule (${d.readbackIntervalMs / 1000} s, doubling to ${d.capMs / 1000} s): ` +
           `${fmt(d.looksPerHourPerEffect)} looks/h/effect (≤ ${fmt(d.readbackRequestsPerHourPerEffect.atMost)} listing requests/h), ` +
           `${fmt(d.historyEventsPerEffectPerDay)} history events and ${fmt(d.historyBytesPerEffectPerDay, 0)} bytes ` +

@@ -10,6 +10,7 @@ import type { SingleBar } from 'cli-progress';
 import { z } from 'zod';
 import type { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import { EFFECT_WORKFLOW_TYPE, type EffectStatus, statusQuery } from '../workflows/contract.js';
+import { effectAwaitingKey, effectStageKey } from '../workflows/search-attributes.js';
 
 export const BULK_ACTIONS = ['look-now', 'approve-retry', 'abandon'] as const;
 export type BulkAction = (typeof BULK_ACTIONS)[number];
@@ -62,7 +63,12 @@ export function writePlan(path: string, plan: BulkPlan): void {
 
 /** Why an effect in this state takes no such action, or undefined. */
 function skipReason(action: BulkAction, status: EffectStatus): string | undefined {
-  if (status.stage === 'unknown') return undefined;
+  if (status.stage === 'unknown') {
+    const last = status.readbacks.at(-1);
+    if (action === 'abandon' && last && last.outcome !== 'absent' && last.outcome !== 'found')
+      return `the last look could not tell (${last.outcome}): an abandon then needs a person's word that the object is not there — check the provider, then decide this one alone (decide … abandon --checked-absent)`;
+    return undefined;
+  }
   // An effect pausing with nothing in flight takes an abandon; one mid-attempt refuses it (the workflow decides).
   if (action === 'abandon' && status.stage === 'attempted') return undefined;
   return `not waiting for this: the effect is ${status.stage}${status.awaiting ? ` (${status.awaiting})` : ''}`;
@@ -77,7 +83,30 @@ export async function planBulk(
 ): Promise<BulkPlan> {
   const query = `WorkflowType = '${EFFECT_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running' AND (${request.where})`;
   const ids: string[] = [];
-  for await (const execution of client.workflow.list({ query })) ids.push(execution.workflowId);
+  const listed = new Map<string, { stage?: string; awaiting?: string }>();
+  for await (const execution of client.workflow.list({ query })) {
+    ids.push(execution.workflowId);
+    const attributes = execution.typedSearchAttributes;
+    listed.set(execution.workflowId, {
+      stage: attributes.get(effectStageKey),
+      awaiting: attributes.get(effectAwaitingKey),
+    });
+  }
+  // A look-now binds to nothing (a look is harmless whenever it comes): the list's search attributes are the plan,
+  // with no query per effect — 300 queries took 34–42 s on a loaded dev server, longer than the drain they start.
+  if (request.action === 'look-now') {
+    const effects = ids.map((effectId): PlannedDecision => {
+      const { stage = '?', awaiting } = listed.get(effectId) ?? {};
+      return {
+        effectId,
+        stage,
+        ...(awaiting ? { awaiting } : {}),
+        ...(stage === 'unknown' ? {} : { skip: `not waiting for this: the effect is ${stage}` }),
+      };
+    });
+    onProgress?.(ids.length);
+    return { ...request, batch: randomUUID(), effects };
+  }
   // Each live view is a query a worker answers: several at once, or planning 10,000 takes longer than the drain.
   let seen = 0;
   const planOne = async (effectId: string): Promise<PlannedDecision> => {
@@ -112,15 +141,26 @@ export interface BulkOutcome {
 export async function sendBulk(
   effects: EffectLedgerClient,
   plan: BulkPlan,
-  { concurrency = 8, progress }: { concurrency?: number; progress?: SingleBar } = {},
+  {
+    concurrency = 8,
+    progress,
+    lookNowBy,
+  }: { concurrency?: number; progress?: SingleBar; lookNowBy?: 'reset-or-signal' | 'signal' } = {},
 ): Promise<BulkOutcome[]> {
   const one = async (item: PlannedDecision): Promise<BulkOutcome> => {
     if (item.skip) return { effectId: item.effectId, result: 'skipped', detail: item.skip };
     const { actor, reason } = plan;
     try {
       if (plan.action === 'look-now') {
-        await effects.lookNow(item.effectId, { actor, reason });
-        return { effectId: item.effectId, result: 'asked', detail: 'its waiting look is taken now' };
+        const how = await effects.lookNow(item.effectId, { actor, reason }, lookNowBy ? { by: lookNowBy } : {});
+        return {
+          effectId: item.effectId,
+          result: 'asked',
+          detail:
+            how === 'reset'
+              ? 'its waiting look was reset: taken now, no history written'
+              : 'asked by the look-now signal (no look was waiting to be reset)',
+        };
       }
       const answer = await effects.decide(
         item.effectId,

@@ -121,6 +121,7 @@ interface DecideOptions {
   reason?: string;
   externalId?: string;
   externalUrl?: string;
+  checkedAbsent?: boolean;
   step?: string;
   revision?: number;
   attempt?: number;
@@ -302,6 +303,10 @@ export function buildProgram(): Command {
     .option('--attempt <n>', 'the attempt this answers: refused as stale if the effect has moved on', (v) =>
       positive('--attempt', v),
     )
+    .option(
+      '--checked-absent',
+      'abandon: you saw at the destination that the object is not there (needed where the last look could not tell)',
+    )
     .option('--decision-id <id>', 'names the decision: run again with the same ID (after a timeout), it counts once')
     .option(
       '--where <query>',
@@ -326,7 +331,7 @@ export function buildProgram(): Command {
           `decision must be approve-retry, confirm or abandon, not ${JSON.stringify(decision)}`,
         );
       await withSession(async ({ effects }) => {
-        const { externalId, externalUrl, actor, reason, step, revision, attempt, decisionId } = opts;
+        const { externalId, externalUrl, checkedAbsent, actor, reason, step, revision, attempt, decisionId } = opts;
         const answer = await effects.decide(
           effectId,
           kind,
@@ -335,6 +340,7 @@ export function buildProgram(): Command {
             reason: reason as string,
             ...(externalId ? { externalId } : {}),
             ...(externalUrl ? { externalUrl } : {}),
+            ...(checkedAbsent ? { checkedAbsent: true as const } : {}),
             ...(step ? { step } : {}),
             ...(revision ? { revision } : {}),
             ...(attempt ? { attempt } : {}),

@@ -2,8 +2,8 @@
 // progress bar; prints the table per phase, the drain ratio, what a look and a wake cost, and the audit, and writes
 // the chart (SVG) and the raw report (JSON) into artifacts/.
 //
-//   npm run outage -- [--target cluster|dev] [--effects 300] [--hold-s 30] [--rate 40] [--workers 3]
-//                     [--concurrency 8] [--cache n] [--look-now dry-run|direct|none] [--probe-effects 3] [--probe-window-s 15]
+//   npm run outage -- [--target cluster|dev] [--effects 300] [--hold-s 30] [--rate 80] [--workers 3]
+//                     [--concurrency 8] [--cache n] [--look-now dry-run|dry-run-signals|direct|none] [--probe-effects 3] [--probe-window-s 15]
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SingleBar } from 'cli-progress';
@@ -34,15 +34,18 @@ const opts = new Command('outage')
   )
   .option('--effects <n>', 'effects approved during the outage', int, 300)
   .option('--hold-s <s>', 'seconds the outage lasts once they are parked', int, 30)
-  .option('--rate <n>', "the provider's rate limit once back (requests/s)", int, 40)
+  // 80: above the declared readback rates at the provider (keyed-api 50 + social-feed 10), with room for the keyed
+  // API's same-key retries (writes), so the declared rates, not the provider, bound the drain (docs/price-at-scale.md).
+  .option('--rate <n>', "the provider's rate limit once back (requests/s)", int, 80)
   .option('--workers <n>', 'worker processes', int, 3)
   .option('--concurrency <n>', 'approvals in flight at once', int, 8)
   .option('--cache <n>', "each worker's sticky cache (maxCachedWorkflows)", int)
   .option('--phase-limit-s <s>', 'the longest a phase (park, recover) may take before the run moves on', int, 1800)
   .option(
-    '--look-now <dry-run|direct|none>',
+    '--look-now <dry-run|dry-run-signals|direct|none>',
     "once the provider is back, every parked effect looks now: as an operator's `effect decide --look-now` (its dry " +
-      'run, then the signals), one signal each at once from the ledger, or none (their scheduled looks)',
+      'run, then a reset of each waiting look), the same with the look-now signal instead of the reset, one look-now ' +
+      'each at once from the ledger, or none (their scheduled looks)',
     (raw: string) => {
       if (!(LOOK_NOW_MODES as readonly string[]).includes(raw))
         throw new InvalidArgumentError(`expected ${LOOK_NOW_MODES.join(', ')}`);

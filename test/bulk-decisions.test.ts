@@ -3,18 +3,15 @@
 // reaches for in the Web UI). Either way, an effect that moved on since refuses the decision as stale, per effect,
 // and the ledger says so; the others are decided once.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { promisify } from 'node:util';
-import { liveStatus, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
+import { liveStatus, looksOf, resultOf, socialPostsFor, waitForStage } from '../harness/effect-probes.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest } from '../harness/sample-requests.js';
-import { locateTemporalCli } from '../stack/temporal-cli.js';
 import { waitFor } from '../stack/wait-for.js';
-import { runCli } from './support/cli.js';
+import { runCli, temporalCli } from './support/cli.js';
 
 const OPS = 'ops@example.com';
 
@@ -110,24 +107,38 @@ describe('bulk decisions', () => {
     }
   });
 
+  test('effect decide --look-now: planned from the workflow list (no query per effect), then every waiting effect takes a look now', async () => {
+    const ids = await waitingPosts('bulk:look', 2);
+    const where = `EffectAwaiting = "person" AND WorkflowId STARTS_WITH "bulk:look-"`;
+    await waitFor(
+      async () =>
+        (await stack.env.client.workflow.count(`${where} AND ExecutionStatus = "Running"`)).count === ids.length,
+      'visibility to show the two waiting for a person',
+    );
+    const looksBefore = await Promise.all(ids.map((id) => looksOf(stack, id)));
+    const who = ['--actor', OPS, '--reason', 'the feed is back'];
+    const dry = await runCli(stack, ['decide', '--where', where, '--look-now', ...who]);
+    assert.equal(dry.code, 0, dry.stderr);
+    for (const id of ids) assert.match(dry.stdout, new RegExp(`look-now ${id}: person`));
+    const sent = await runCli(stack, ['decide', '--where', where, '--look-now', ...who, '--yes']);
+    assert.equal(sent.code, 0, `${sent.stdout}${sent.stderr}`);
+    // Each took a look, in the ledger (looks are an hour apart here; the feed still has no post: it waits on).
+    for (const [i, id] of ids.entries())
+      await waitFor(async () => (await looksOf(stack, id)) > looksBefore[i]!, `${id} to take a look now`);
+  });
+
   test("Temporal's batch signal by query: each effect takes the signal for its own episode; one bound to another attempt is refused", async () => {
     const ids = await waitingPosts('bulk:batch', 3);
     const [moved, ...rest] = ids as [string, ...string[]];
     await moveOn(moved);
-    const cli = locateTemporalCli();
-    assert.equal(cli.type, 'existing-path');
     const query = 'EffectAwaiting = "person" AND WorkflowId STARTS_WITH "bulk:batch-"';
     await waitFor(
       async () => (await stack.env.client.workflow.count(`${query} AND ExecutionStatus = "Running"`)).count === 3,
       'visibility to show the three waiting for a person',
     );
-    await promisify(execFile)(cli.path, [
+    await temporalCli(stack, [
       'workflow',
       'signal',
-      '--address',
-      stack.env.address,
-      '--namespace',
-      stack.namespace,
       '--query',
       query,
       '--name',

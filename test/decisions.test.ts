@@ -17,6 +17,10 @@ describe('decision payloads', () => {
       },
     );
     assert.equal(parseDecision('abandon', { actor: 'a', reason: 'b' }).ok, true);
+    assert.deepEqual(parseDecision('abandon', { actor: 'a', reason: 'b', checkedAbsent: true }), {
+      ok: true,
+      decision: { kind: 'abandon', actor: 'a', reason: 'b', checkedAbsent: true },
+    });
   });
 
   const refusals: Array<[string, unknown, unknown, RegExp]> = [
@@ -37,6 +41,14 @@ describe('decision payloads', () => {
       /http\(s\) URL/,
     ],
     ['evidence on a retry', 'approve-retry', { actor: 'a', reason: 'b', externalId: 'x' }, /unknown field/],
+    [
+      'checkedAbsent as text',
+      'abandon',
+      { actor: 'a', reason: 'b', checkedAbsent: 'yes' },
+      /checkedAbsent must be true/,
+    ],
+    ['checkedAbsent false', 'abandon', { actor: 'a', reason: 'b', checkedAbsent: false }, /checkedAbsent must be true/],
+    ['checkedAbsent on a retry', 'approve-retry', { actor: 'a', reason: 'b', checkedAbsent: true }, /unknown field/],
   ];
   for (const [name, kind, payload, message] of refusals) {
     test(`refuses ${name}`, () => {

@@ -318,6 +318,44 @@ describe('the declarative HTTP destination against the simulator', () => {
     }
   });
 
+  test('a 429 to the object its key named repeats that fetch alone after the Retry-After, not the key lookup', async () => {
+    const ours = sendable(keyed, 'task:H-9', { title: 'Limited fetch', request: 'h-9' });
+    assert.equal((await keyed.send(ours.send)).class, 'confirmed');
+    // In front of the simulator: the first GET of an object is answered 429 (Retry-After 1 s), the rest pass.
+    let limited = 0;
+    const paths: string[] = [];
+    const front = createServer(async (req, res) => {
+      req.resume();
+      paths.push(req.url ?? '');
+      if (req.url?.startsWith('/v1/objects/') && limited++ === 0) {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"error":"slow down"}');
+        return;
+      }
+      const answer = await fetch(`${simulator.url}${req.url}`);
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+    });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = front.address() as AddressInfo;
+      let turns = 0;
+      const read = await keyedApi(`http://127.0.0.1:${port}`).readBack({
+        ...ours.readback,
+        beforeRequest: async () => {
+          turns++;
+        },
+      });
+      assert.equal(read.outcome, 'found', JSON.stringify(read));
+      assert.deepEqual(
+        paths.map((p) => p.split('/').slice(0, 3).join('/')),
+        ['/v1/idempotency_keys', '/v1/objects', '/v1/objects'],
+        'the key once, the object twice',
+      );
+      assert.equal(turns, 3, 'each request took its turn, the repeated fetch too');
+    } finally {
+      front.close();
+    }
+  });
+
   test('a capped listing that shifts between its pages is never read as complete: a post pushed out meanwhile is not "absent"', async () => {
     const feed = socialFeed(simulator.url);
     const reference = 'post:H-7';

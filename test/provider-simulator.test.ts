@@ -552,6 +552,24 @@ describe('key-less API', () => {
     assert.equal((await call('GET', '/social/v1/posts/post_missing')).status, 404);
   });
 
+  test('a fault with crowd: others post that many times after ours is stored, before its answer; ours is out of the listing', async () => {
+    await fault({ kind: 'delay_after_commit', path: '/social/v1/posts', delayMs: 5000, crowd: 100 });
+    await assert.rejects(
+      call('POST', '/social/v1/posts', { body: { text: 'ours' }, signal: AbortSignal.timeout(300) }),
+    );
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const q: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
+      const page: Res = await call('GET', `/social/v1/posts?page_size=50${q}`);
+      listed.push(...page.body.data.map((p: any) => p.text));
+      cursor = page.body.next_cursor;
+    } while (cursor !== null);
+    assert.equal(listed.length, 100);
+    assert.ok(!listed.includes('ours'), 'ours is past the newest 100');
+    assert.equal((await call('GET', '/social/v1/posts?page_size=1')).body.data[0].text, "someone else's post 99");
+  });
+
   test('listing only reaches the newest 100 posts', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 105; i++)

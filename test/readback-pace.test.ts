@@ -8,7 +8,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import postgres from 'postgres';
+import { getJson } from '../activities/destinations/http-read.js';
 import { readbackTurns } from '../activities/readback-turns.js';
+import { type SimulatorProcess, startSimulator } from '../harness/simulator/client.js';
 import { type Ledger, openLedger } from '../ledger/db.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { paceIntervalMs, type ReadbackTurn, takeReadbackTurn } from '../ledger/readback-pace.js';
@@ -22,6 +24,8 @@ describe('readback turns in the ledger', () => {
 
   let toxiproxy: ToxiproxyServer;
   let slowLedger: Ledger;
+  let busyLedger: Ledger;
+  let provider: SimulatorProcess;
 
   before(async () => {
     const u = new URL(adminUrl);
@@ -42,9 +46,22 @@ describe('readback turns in the ledger', () => {
     const slow = new URL(u);
     slow.port = String(link.port);
     slowLedger = openLedger(slow.toString(), { max: 8 });
+    // A ledger answering 5–55 ms late, as a loaded machine's does, and a provider that counts what arrives.
+    const busyLink = await toxiproxy.proxy('busy-ledger', `${u.hostname}:${u.port || 5432}`);
+    await busyLink.proxy.addToxic({
+      name: 'busy-answers',
+      type: 'latency',
+      stream: 'downstream',
+      toxicity: 1,
+      attributes: { latency: 30, jitter: 25 },
+    });
+    const busy = new URL(u);
+    busy.port = String(busyLink.port);
+    busyLedger = openLedger(busy.toString(), { max: 8 });
+    provider = await startSimulator();
   });
   after(async () => {
-    await Promise.allSettled([ledger?.close(), slowLedger?.close()]);
+    await Promise.allSettled([ledger?.close(), slowLedger?.close(), busyLedger?.close(), provider?.stop()]);
     await toxiproxy?.stop();
     const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
     await admin.unsafe(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).finally(() => admin.end());
@@ -145,4 +162,53 @@ describe('readback turns in the ledger', () => {
       assert.ok(Math.max(...perSecond) <= 10, `at most 10 left in any second: ${perSecond.join(' ')}`);
     },
   );
+
+  /**
+   * Readbacks of two requests each (a key, then its object) taking turns until done; one put off (ReadbackPaced)
+   * comes back after the delay it was given, as Temporal's retry would.
+   */
+  const readBackAll = async (db: Ledger['db'], destination: string, rate: number, count: number) => {
+    const readback = async (n: number) => {
+      for (;;) {
+        try {
+          return await new MockActivityEnvironment().run(async () => {
+            const turns = readbackTurns(db, destination, rate);
+            await turns.first();
+            const bounds = { beforeRequest: turns.beforeRequest };
+            await getJson(`${provider.url}/v1/idempotency_keys/pace-${n}`, bounds);
+            await getJson(`${provider.url}/v1/objects/obj_pace_${n}`, bounds);
+          });
+        } catch (error) {
+          if (!(error instanceof ApplicationFailure && error.type === 'ReadbackPaced')) throw error;
+          await delay(Number(error.nextRetryDelay));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: count }, (_, n) => readback(n)));
+  };
+
+  test("a backlog reads at close to the declared rate, by the provider's own count, and never above it", {
+    timeout: 120_000,
+  }, async () => {
+    // 150 readbacks (300 requests) at once at keyed-api's 50 a second, through a ledger answering 5–55 ms late.
+    // Before a turn's lateness was paid once a second (each turn's step grew by 1.5 × it, the wait for a pool
+    // connection included), these 300 requests did not all leave in 120 s. Now the lateness, about 100 ms here with
+    // its jitter, costs that once a second: about 44 a second.
+    const RATE = 50;
+    await readBackAll(busyLedger.db, 'api-backlog', RATE, 150);
+    // This provider serves this test alone: all its traffic is the backlog's.
+    const seconds = (await provider.traffic()).seconds.filter((s) => s.reads > 0).map((s) => s.reads);
+    process.stdout.write(`# requests a second at the provider: ${seconds.join(' ')}\n`);
+    assert.equal(
+      seconds.reduce((a, b) => a + b, 0),
+      300,
+      'every request arrived once',
+    );
+    assert.ok(Math.max(...seconds) <= RATE, `at most ${RATE} in any second: ${seconds.join(' ')}`);
+    // The first and last seconds are partly idle (the backlog forming, the last requests): the ones between it.
+    const full = seconds.slice(1, -1);
+    assert.ok(full.length >= 3, `a backlog of several seconds: ${seconds.join(' ')}`);
+    const mean = full.reduce((a, b) => a + b, 0) / full.length;
+    assert.ok(mean >= RATE * 0.8, `${mean.toFixed(1)} requests a second under a backlog, declared ${RATE}`);
+  });
 });

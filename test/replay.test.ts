@@ -2,7 +2,8 @@
 // change that would make a running effect take another path (non-determinism) fails here, naming the history,
 // before it reaches a worker. Versions 1–6 ran unversioned behind patched() guards and are drained by the build
 // of the frozen v6 code (workflows/v6); version 7 on, each build runs pinned, and its histories replay against the
-// current code. Deliberately altered copies of each prove the guard bites.
+// current code (v8 changed only what a new input field asks for: workflows/version.ts). Deliberately altered copies
+// of each prove the guard bites.
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ import {
 import { pathsOfVersion } from '../harness/histories/history-paths.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { CONTINUE_AS_NEW_PATCH, ONE_ACTIVITY_ATTEMPT_PATCH } from '../workflows/v6/patches.js';
-import { EFFECT_WORKFLOW_VERSION, LAST_UNVERSIONED_VERSION } from '../workflows/version.js';
+import { EFFECT_WORKFLOW_VERSION, LAST_UNVERSIONED_VERSION, OLDEST_CURRENT_VERSION } from '../workflows/version.js';
 import { READBACKS } from './altered-workflows/timer-before-readback.js';
 
 // The altered workflows fail by design; the core's warning per failed workflow task would be noise.
@@ -49,7 +50,7 @@ const recorded: Recorded[] = files.map((file) => {
 });
 /** The histories the frozen v6 build replays, and those the current build does. */
 const unversioned = recorded.filter((r) => r.version <= LAST_UNVERSIONED_VERSION);
-const current = recorded.filter((r) => r.version === EFFECT_WORKFLOW_VERSION);
+const current = recorded.filter((r) => r.version >= OLDEST_CURRENT_VERSION);
 
 type Bundle = Awaited<ReturnType<typeof bundleEffectWorkflows>>;
 
@@ -84,20 +85,25 @@ describe('replay of recorded histories', () => {
     const misnamed = files.filter((f) => !parseHistoryFileName(f));
     assert.deepEqual(misnamed, [], 'history files must be named v<version>.<name>.json');
     const missing = pathsOfVersion(EFFECT_WORKFLOW_VERSION).filter(
-      (path) => !current.some((r) => parseHistoryFileName(r.file)?.name === path),
+      (path) =>
+        !recorded.some((r) => r.version === EFFECT_WORKFLOW_VERSION && parseHistoryFileName(r.file)?.name === path),
     );
     assert.deepEqual(missing, [], `capture them with: npm run capture-histories`);
     const newer = recorded.filter((r) => r.version > EFFECT_WORKFLOW_VERSION).map((r) => r.file);
     assert.deepEqual(newer, [], 'histories from a workflow version newer than the code');
     const between = recorded
-      .filter((r) => r.version > LAST_UNVERSIONED_VERSION && r.version < EFFECT_WORKFLOW_VERSION)
+      .filter((r) => r.version > LAST_UNVERSIONED_VERSION && r.version < OLDEST_CURRENT_VERSION)
       .map((r) => r.file);
     assert.deepEqual(between, [], 'a pinned version older than the current one needs its frozen build here too');
   });
 
   for (const [build, set, bundle] of [
     ['the frozen v6 build (workflows/v6)', unversioned, () => bundleEffectWorkflows({ code: 'v6' })],
-    [`the current build (v${EFFECT_WORKFLOW_VERSION})`, current, () => bundleEffectWorkflows()],
+    [
+      `the current build (v${EFFECT_WORKFLOW_VERSION}; v${OLDEST_CURRENT_VERSION} on)`,
+      current,
+      () => bundleEffectWorkflows(),
+    ],
   ] as const) {
     describe(`against ${build}`, () => {
       let results: Map<string, ReplayResult>;

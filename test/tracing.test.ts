@@ -180,9 +180,10 @@ describe('an effect is one trace', () => {
       await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
       await effects.approve(postRequest(effectId, 'Traced launch'));
       await waitForStage(stack, effectId, 'unknown', 'a human decision');
-      // An operator asks for a look now: the wait wakes, and (one wake a run) continues as new.
+      // An operator signals look-now (from the Web UI: a reset of the look would wake nothing): the wait wakes, and
+      // (one wake a run) continues as new.
       const firstRun = await latestRunId(stack, effectId);
-      await effects.lookNow(effectId, { actor: 'ops@example.com', reason: 'the feed is back' });
+      await effects.lookNow(effectId, { actor: 'ops@example.com', reason: 'the feed is back' }, { by: 'signal' });
       await waitFor(async () => {
         const run = await latestRunId(stack, effectId);
         return run !== firstRun && (await waitForStage(stack, effectId, 'unknown', 'a human decision'));

@@ -224,6 +224,130 @@ describe('UNKNOWN on a key-less destination', () => {
     },
   );
 
+  test(
+    'a retry over an inconclusive look is refused: nothing dedupes a second post, so only a look proving absence lets one leave (chaos seed 2026120402)',
+    TEST_TIMEOUT,
+    async () => {
+      const effectId = 'post:launch-2b';
+      const patient = stack.effectsWith({ callTimeoutMs: 8000 });
+      await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: HOLD_MS });
+      await stack.withWorker(async () => {
+        await patient.approve(postRequest(effectId, 'Launch, once'));
+        await waitFor(async () => ((await postsFor(effectId)).length ? true : undefined), 'our post at the provider');
+        // Ours falls out of the listed newest 100 before the first look: every look is inconclusive.
+        await stack.simulator.crowdSocialFeed(100);
+        const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        assert.equal(frozen.readbacks.at(-1)?.outcome, 'inconclusive');
+
+        const answer = await stack.effects.decide(effectId, 'approve-retry', {
+          actor: 'ops@example.com',
+          reason: 'the dashboard shows nothing',
+        });
+        // Accepted on the condition a person is told; the look after the in-flight window cannot prove absence.
+        assert.equal(answer.accepted, true);
+        assert.match(answer.reason ?? '', /honours no idempotency key: the retry leaves only once a look/);
+        const refusal = await waitFor(async () => {
+          const rows = await decisionRows(effectId);
+          return rows.length === 2 ? rows.find((d) => !d.accepted) : undefined;
+        }, 'the retry refused after its look');
+        assert.match(
+          refusal!.rejectionReason ?? '',
+          /the approved retry did not leave: this destination honours no idempotency key/,
+        );
+        assert.match(refusal!.rejectionReason ?? '', /the last look was inconclusive/);
+        assert.equal((await waitForStage(stack, effectId, 'unknown', 'a human decision')).attempts.length, 1);
+        const [ours] = await postsFor(effectId);
+        const confirmed = await stack.effects.decide(effectId, 'confirm-delivery', {
+          actor: 'ops@example.com',
+          reason: 'found it on the page',
+          externalId: ours!.id,
+        });
+        assert.deepEqual(confirmed, { accepted: true, stage: 'recorded' });
+      });
+      await assertProviderSaw(stack, effectId, { posts: 1 });
+      const { trail } = await stack.effects.status(effectId);
+      assert.equal(trail.attempts.length, 1);
+      assert.deepEqual(
+        trail.decisions.map((d) => [d.kind, d.accepted]),
+        [
+          ['approve-retry', true],
+          ['approve-retry', false],
+          ['confirm-delivery', true],
+        ],
+      );
+    },
+  );
+
+  test(
+    'an abandon over a look that could not tell is refused until the person says they checked the destination (chaos seed 2026120603)',
+    TEST_TIMEOUT,
+    async () => {
+      const landed = 'post:launch-2c';
+      const lost = 'post:launch-2d';
+      const patient = stack.effectsWith({ callTimeoutMs: 8000 });
+      await stack.withWorker(async () => {
+        // One post held and landed, one that never left; both crowded out of the newest 100 before their first look.
+        await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: HOLD_MS });
+        await patient.approve(postRequest(landed, 'Launch, held'));
+        await waitFor(
+          async () => ((await postsFor(landed)).length ? true : undefined),
+          'the held post at the provider',
+        );
+        await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
+        await patient.approve(postRequest(lost, 'Launch, lost'));
+        await stack.simulator.crowdSocialFeed(100);
+        for (const effectId of [landed, lost]) {
+          const frozen = await waitForStage(stack, effectId, 'unknown', 'a human decision');
+          assert.equal(frozen.readbacks.at(-1)?.outcome, 'inconclusive');
+          const answer = await stack.effects.decide(effectId, 'abandon', {
+            actor: 'ops@example.com',
+            reason: 'looks stuck',
+          });
+          assert.equal(answer.accepted, false, `${effectId}: abandoned beside what the look could not see`);
+          assert.match(answer.reason ?? '', /not abandoned: the last look was inconclusive .*"checkedAbsent": true/);
+          assert.equal((await waitForStage(stack, effectId, 'unknown', 'a human decision')).stage, 'unknown');
+        }
+        // The person looks at the feed: the held post is there (confirmed), the lost one is not (abandoned).
+        const [ours] = await postsFor(landed);
+        assert.deepEqual(
+          await stack.effects.decide(landed, 'confirm-delivery', {
+            actor: 'ops@example.com',
+            reason: 'found it on the page',
+            externalId: ours!.id,
+          }),
+          { accepted: true, stage: 'recorded' },
+        );
+        assert.deepEqual(
+          await stack.effects.decide(lost, 'abandon', {
+            actor: 'ops@example.com',
+            reason: 'not on the feed',
+            checkedAbsent: true,
+          }),
+          { accepted: true, stage: 'abandoned' },
+        );
+      });
+      await assertProviderSaw(stack, landed, { posts: 1 });
+      assert.equal((await postsFor(lost)).length, 0);
+      for (const [effectId, stage, last] of [
+        [landed, 'recorded', 'confirm-delivery'],
+        [lost, 'abandoned', 'abandon'],
+      ] as const) {
+        const { trail } = await stack.effects.status(effectId);
+        assert.equal(trail.effect.stage, stage);
+        assert.deepEqual(
+          trail.decisions.map((d) => [d.kind, d.accepted]),
+          [
+            ['abandon', false],
+            [last, true],
+          ],
+        );
+      }
+      const { trail } = await stack.effects.status(lost);
+      const said = trail.decisions.at(-1)?.payload as { value?: { checkedAbsent?: boolean } } | undefined;
+      assert.equal(said?.value?.checkedAbsent, true, 'the ledger keeps the person’s word that the post is not there');
+    },
+  );
+
   test('abandon: a human gives up; nothing more is sent', TEST_TIMEOUT, async () => {
     const effectId = 'post:launch-3';
     await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
@@ -463,7 +587,12 @@ describe('UNKNOWN on a key-less destination', () => {
         assert.equal(typo.code, 2, typo.stderr);
         const accepted = await runCli(stack, ['decide', effectId, 'approve-retry', ...who, '--json']);
         assert.equal(accepted.code, 0, accepted.stderr);
-        assert.deepEqual(JSON.parse(accepted.stdout), { accepted: true, stage: 'unknown' });
+        assert.deepEqual(JSON.parse(accepted.stdout), {
+          accepted: true,
+          stage: 'unknown',
+          reason:
+            'this destination honours no idempotency key: the retry leaves only once a look after our last request could no longer be in flight proves absence; otherwise it is refused and the effect waits on',
+        });
         assert.equal((await resultOf(stack, effectId)).stage, 'recorded');
       });
       await assertProviderSaw(stack, effectId, { posts: 2 });

@@ -1,5 +1,11 @@
 // The three ways the workflow reaches activities, typed so that the wrong one cannot compile.
-import { ActivityCancellationType, type ActivityOptions, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  type ActivityOptions,
+  proxyActivities,
+  proxyLocalActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { EffectActivities } from '../activities/index.js';
 import { readbackTaskQueue } from '../domain/destination-contract.js';
 
@@ -23,13 +29,13 @@ export const ledger = proxyActivities<Omit<EffectActivities, keyof SendActivity 
 
 /**
  * One provider call per activity execution: after the request may have left, only evidence decides what happens
- * next. The activity gets a little more than the call so the adapter classifies first.
+ * next. The activity gets a little more than the call so the adapter classifies first. Local: on this workflow's
+ * own worker, in its workflow task (a worker that dies meanwhile leaves the attempt row, and the replayed task's
+ * attempt is refused by the ledger: UNKNOWN, a look settles it).
  */
-export function sendActivity(callTimeoutMs: number): SendActivity {
-  return proxyActivities<SendActivity>({
-    startToCloseTimeout: callTimeoutMs + 5000,
-    retry: { maximumAttempts: 1 },
-  });
+export function sendActivity(callTimeoutMs: number, local: boolean): SendActivity {
+  const options = { startToCloseTimeout: callTimeoutMs + 5000, retry: { maximumAttempts: 1 } };
+  return local ? proxyLocalActivities<SendActivity>(options) : proxyActivities<SendActivity>(options);
 }
 
 /**

@@ -42,8 +42,9 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
   run.move('attempted', `the provider's answer to attempt ${run.attemptNumber}`);
   for (;;) {
     let report: AttemptReport;
+    const local = input.attemptLocally === true && !run.attemptsRemotely;
     try {
-      report = await sendActivity(run.policy.callTimeoutMs).attemptOnce({
+      report = await sendActivity(run.policy.callTimeoutMs, local).attemptOnce({
         effectId: input.effectId,
         step: run.step,
         attemptNumber: run.attemptNumber,
@@ -81,6 +82,11 @@ export async function attemptOnce(run: EffectRun): Promise<AttemptEnd> {
           detail: { reason: 'attempts this run did not make are in the ledger: look first' },
         };
       case 'not-hosted':
+        // This worker cannot make it (nothing written): the attempt goes as an activity, to a worker that can.
+        if (local) {
+          run.attemptsRemotely = true;
+          continue;
+        }
         // Attempt N was not written: the number goes to the attempt a worker that hosts the destination makes.
         run.attemptNumber -= 1;
         return { class: 'not-hosted', destination: report.destination, reason: report.reason };

@@ -20,8 +20,8 @@ export interface EffectInput {
   retryAfterProvenAbsence: boolean;
   /**
    * How long the destination remembers our key, in seconds, counted from the first attempt; null or absent: no
-   * expiry to heed (a transactional key, or none). Past it a same-key retry is a new request: never automatic,
-   * and a person's only once a look proved absence without the key.
+   * expiry to heed (a transactional or natural key); 0: it honours no key at all. Past it a same-key retry is a new
+   * request: never automatic, and a person's only once a look proved absence without the key.
    */
   keyRetentionSeconds?: number | null;
   /** While a human decision is awaited, readback runs again this often (a late object is still found). */
@@ -44,6 +44,13 @@ export interface EffectInput {
   releaseRevision?: number;
   /** What the previous run knew, when this run continues a long wait for a human (v2). */
   carried?: CarriedState;
+  /**
+   * The attempt runs as a local activity on the worker that runs this workflow: no activity task and no workflow
+   * task in between (7 history events on the happy path instead of 12). A worker that does not host the
+   * destination answers not-hosted and the attempt goes as a regular activity to one that does. Absent (v7 inputs,
+   * and the client's default): a regular activity, the UI's pending activity while it runs.
+   */
+  attemptLocally?: boolean;
 }
 
 /** One outbound step of a multi-step effect: its destination's own policy applies to it. */
@@ -151,6 +158,11 @@ export const statusQuery = defineQuery<EffectStatus>('status');
  * time (it changes nothing else; a look that finds the object records it). Sent in bulk by `effect-ledger decide
  * --look-now` or `temporal workflow signal --query … --name look-now`.
  */
+/**
+ * The activity whose attempts are a waiting effect's looks: resetting it (Temporal's activity reset) takes the next
+ * look now, with no history event (client lookNow; `temporal activity reset --activity-type watchForObject`).
+ */
+export const LOOK_ACTIVITY = 'watchForObject';
 export const lookNowSignal = defineSignal<[unknown]>('look-now');
 export const lookNowSignalDescription =
   'Look for the object now instead of at the next scheduled look (while the effect waits in UNKNOWN; nothing else changes). Payload: {"actor": "you@example.com", "reason": "the provider is back"}';
@@ -166,7 +178,7 @@ export const abandonSignal = defineSignal<[unknown]>('abandon');
 export const decisionSignalDescriptions: Record<DecisionKind, string> = {
   'approve-retry': `Retry the provider call with the SAME idempotency key (only while UNKNOWN). Payload: ${DECISION_EXAMPLES['approve-retry']}. ${DECISION_BINDING_HINT}`,
   'confirm-delivery': `The effect did happen: record it with evidence (checked against the destination where possible). Payload: ${DECISION_EXAMPLES['confirm-delivery']}. ${DECISION_BINDING_HINT}`,
-  abandon: `Give up on this effect; nothing more is sent. Payload: ${DECISION_EXAMPLES.abandon}. ${DECISION_BINDING_HINT}`,
+  abandon: `Give up on this effect; nothing more is sent. Payload: ${DECISION_EXAMPLES.abandon}. Where the last look could not tell (inconclusive), add "checkedAbsent": true once you have seen at the destination that the object is not there; otherwise it is refused. ${DECISION_BINDING_HINT}`,
 };
 
 /**
@@ -194,5 +206,5 @@ export interface DecideResponse {
 
 export const decideUpdate = defineUpdate<DecideResponse, [DecideRequest]>('decide');
 export const decideUpdateDescription =
-  'Decide on an UNKNOWN effect and get an answer: {"decision": "approve-retry" | "confirm-delivery" | "abandon", "actor": "…", "reason": "…", "externalId"?: "…", "externalUrl"?: "…", "step"?: "…", "revision"?: 1, "attempt"?: 1}. ' +
+  'Decide on an UNKNOWN effect and get an answer: {"decision": "approve-retry" | "confirm-delivery" | "abandon", "actor": "…", "reason": "…", "externalId"?: "…", "externalUrl"?: "…", "checkedAbsent"?: true, "step"?: "…", "revision"?: 1, "attempt"?: 1}. ' +
   DECISION_BINDING_HINT;

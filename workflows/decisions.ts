@@ -14,6 +14,10 @@ import {
 } from './looks.js';
 
 export const RETRY = 'retry';
+
+/** What a person is told who approves a retry where nothing dedupes one. */
+const KEYLESS_RETRY =
+  'this destination honours no idempotency key: the retry leaves only once a look after our last request could no longer be in flight proves absence; otherwise it is refused and the effect waits on';
 export type Resolution = typeof RETRY | EffectResult;
 
 /**
@@ -27,7 +31,19 @@ export function retryRefusal(
 ): string | undefined {
   const expiresAt = run.keyExpiresAt();
   if (expiresAt === undefined || Date.now() < expiresAt || latest.outcome === 'absent') return undefined;
+  if (run.keyless)
+    return `this destination honours no idempotency key: a retry is a second request, allowed only once a look proves absence; the last look was ${latest.outcome} (${latest.detail.reason}) — confirm-delivery, abandon, or approve again once a look proves absence`;
   return `the idempotency key stopped deduping at ${new Date(expiresAt).toISOString()} (kept ${run.policy.keyRetentionSeconds} s from the first attempt): a retry now is a new request, allowed only once a look proves absence without the key; the last look was ${latest.outcome} (${latest.detail.reason}) — confirm-delivery, abandon, or approve again once a look proves absence`;
+}
+
+/** Why an abandon over a look that could not tell is refused, and what the person may do. */
+function abandonUnproven(latest: { outcome: string; detail: { reason: string } }): string {
+  return `not abandoned: the last look was ${latest.outcome} (${latest.detail.reason}), so the object may be at the destination — check there: confirm-delivery with its ID if it is, or abandon again with "checkedAbsent": true once you have seen it is not`;
+}
+
+/** Why a retry is a new request: the destination honours no key (retention 0), or it forgot ours. */
+export function whyNewRequest(run: EffectRun): string {
+  return run.keyless ? 'this destination honours no idempotency key' : 'the idempotency key no longer dedupes';
 }
 
 /**
@@ -35,11 +51,12 @@ export function retryRefusal(
  * reason it may not leave. Past the key's retention the look must come within DECISION_LOOK_PATIENCE_MS.
  */
 export async function retryAfterFreshLook(run: EffectRun): Promise<Resolution | { refused: string }> {
-  if (run.keyExpired()) {
+  // Key-less: the look waits out our last request's in-flight window, and only absence lets the retry leave.
+  if (run.keyExpired() && !run.keyless) {
     const latest = await lookWithin(run, DECISION_LOOK_PATIENCE_MS);
     if (!latest)
       return {
-        refused: `the idempotency key no longer dedupes and no look could be taken within ${DECISION_LOOK_PATIENCE_MS / 1000} s to prove absence (the destination does not answer readbacks): decide again once it does`,
+        refused: `${whyNewRequest(run)} and no look could be taken within ${DECISION_LOOK_PATIENCE_MS / 1000} s to prove absence (the destination does not answer readbacks): decide again once it does`,
       };
     if (latest.outcome === 'found') return recordFound(run, latest);
     if (latest.detail.inFlightUntil)
@@ -85,7 +102,7 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
   switch (decision.kind) {
     case 'approve-retry': {
       // Past the key's retention, the answer waits for a fresh look: the retry is allowed only over proven absence.
-      if (run.keyExpired()) {
+      if (run.keyExpired() && !run.keyless) {
         const checked = await retryAfterFreshLook(run);
         if (checked !== RETRY && 'refused' in checked) return refuse(checked.refused);
         if (checked !== RETRY) {
@@ -97,23 +114,23 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
           kind: decision.kind,
           actor: decision.actor,
           accepted: true,
-          note: `${decision.reason} (the key no longer dedupes: a new request, after a look proved absence)`,
+          note: `${decision.reason} (${whyNewRequest(run)}: a new request, after a look proved absence)`,
         });
-        respond(true, 'the key is past its retention: the retry is a new request, sent after a look proved absence');
+        respond(true, `${whyNewRequest(run)}: the retry is a new request, sent after a look proved absence`);
         return RETRY;
       }
       if (repeat(await ledger.recordDecision(accepted))) return undefined;
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
-      respond(true);
+      respond(true, run.keyless ? KEYLESS_RETRY : undefined);
       const checked = await retryAfterFreshLook(run);
       if (checked === RETRY || !('refused' in checked)) return checked;
-      // The key stopped deduping between the decision and its look: the retry does not leave after all.
+      // The look did not prove absence where nothing dedupes, or the key stopped deduping meanwhile: no retry.
       await run.refuse(decision.kind, decision.actor, decision, `the approved retry did not leave: ${checked.refused}`);
       return undefined;
     }
     case 'abandon': {
       // In UNKNOWN, not while our request may still land; an object that did is the result instead.
-      const look = view.stage === 'unknown' ? await lookBeforeAbandon(run, decision.actor) : { clear: true as const };
+      const look = view.stage === 'unknown' ? await lookBeforeAbandon(run, decision.actor) : { clear: undefined };
       if ('found' in look) {
         const resolution = recordFound(run, look.found);
         await refuse(
@@ -122,6 +139,10 @@ export async function applyDecision(run: EffectRun, queued: QueuedDecision): Pro
         return resolution;
       }
       if ('stillProcessing' in look) return refuse(look.stillProcessing);
+      // A look that could not tell (the post fell out of a crowded listing) is no ground to give up beside an object
+      // that may be there: the person checks the destination and says so (found by chaos seed 2026120603).
+      if (look.clear && look.clear.outcome !== 'absent' && !decision.checkedAbsent)
+        return refuse(abandonUnproven(look.clear));
       if (repeat(await ledger.recordDecision(accepted, 'abandoned'))) return undefined;
       view.addDecision({ kind: decision.kind, actor: decision.actor, accepted: true, note: decision.reason });
       run.move('abandoned');

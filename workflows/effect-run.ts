@@ -57,6 +57,8 @@ export class EffectRun {
   // The current step.
   /** Attempts of the current step and revision, by this run and the runs before it. */
   attemptNumber = 0;
+  /** A local attempt met a worker that does not host the destination: this run's attempts go as activities. */
+  attemptsRemotely = false;
   firstAttemptAt: string | null = null;
   releaseRevision: number;
   /** Same-key retries policy made after proven absence, for the current step (at most MAX_AUTOMATIC_RETRIES). */
@@ -146,6 +148,11 @@ export class EffectRun {
     const seconds = this.policy.keyRetentionSeconds;
     if (seconds == null || !this.firstAttemptAt) return undefined;
     return Date.parse(this.firstAttemptAt) + seconds * 1000;
+  }
+
+  /** The step's destination honours no key (retention 0): every retry is a second request. */
+  get keyless(): boolean {
+    return this.policy.keyRetentionSeconds === 0;
   }
 
   keyExpired(): boolean {

@@ -145,18 +145,19 @@ export const ABANDON_PATIENCE_MS = 5 * 60_000;
 /**
  * The look an abandon waits for: again while our last request may still be processed (until its in-flight window
  * closes, or — for at most ABANDON_PATIENCE_MS — while the destination says a request with our key is in progress).
- * Returns the object when it turned up, the look that allows the abandon, or why it cannot be allowed yet.
+ * Returns the object when it turned up, the look after the window (absent, or inconclusive: the abandon then needs the
+ * person's word), or why it cannot be allowed yet.
  */
 export async function lookBeforeAbandon(
   run: EffectRun,
   actor: string,
-): Promise<{ found: Found } | { clear: true } | { stillProcessing: string }> {
+): Promise<{ found: Found } | { clear: ReadbackResult } | { stillProcessing: string }> {
   const began = Date.now();
   for (let waits = 1; ; waits++) {
     const latest = await lookOnce(run);
     if (latest.outcome === 'found') return { found: latest };
     const { inFlightUntil, stillProcessing } = latest.detail;
-    if (!inFlightUntil && !stillProcessing) return { clear: true };
+    if (!inFlightUntil && !stillProcessing) return { clear: latest };
     const until = inFlightUntil ? Date.parse(inFlightUntil) - Date.now() : 0;
     if (!inFlightUntil && Date.now() - began >= ABANDON_PATIENCE_MS)
       return {

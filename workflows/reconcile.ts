@@ -78,7 +78,10 @@ async function settleUnknown(run: EffectRun): Promise<Resolution> {
   }
 }
 
-/** Policy's same-key retry: absence proven over complete coverage, the contract allows it, the key still dedupes. */
+/**
+ * Policy's same-key retry: absence proven over complete coverage, the contract allows it, the key still dedupes —
+ * or, key-less, there is no key to forget and the retry's own fresh look must prove absence again.
+ */
 function mayRetryAutomatically(run: EffectRun, read: ReadbackResult): boolean {
   return (
     read.outcome === 'absent' &&
@@ -86,7 +89,7 @@ function mayRetryAutomatically(run: EffectRun, read: ReadbackResult): boolean {
     run.policy.retryAfterProvenAbsence &&
     run.automaticRetries < MAX_AUTOMATIC_RETRIES &&
     run.decisions.length === 0 &&
-    !run.keyExpired()
+    (run.keyless || !run.keyExpired())
   );
 }
 
@@ -111,8 +114,9 @@ function showWait(run: EffectRun, read: ReadbackResult, nextLook: number): void 
     return;
   }
   const expiresAt = run.keyExpiresAt();
-  const key =
-    expiresAt !== undefined && Date.now() >= expiresAt
+  const key = run.keyless
+    ? ' Nothing at this destination dedupes a retry: it is a new request, allowed only once a look proves absence.'
+    : expiresAt !== undefined && Date.now() >= expiresAt
       ? ` The key stopped deduping at ${new Date(expiresAt).toISOString()}: a retry is a new request, allowed only once a look proves absence.`
       : '';
   run.rest(

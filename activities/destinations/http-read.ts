@@ -1,5 +1,6 @@
 // GETs for readback. A failed read is transient (thrown, so the activity retries with backoff);
 // 404 is an answer, not a failure.
+import { setTimeout as delay } from 'node:timers/promises';
 import { tracedFetch } from './protocol-spans.js';
 
 export class ProviderReadError extends Error {
@@ -62,6 +63,31 @@ export async function getJson<T>(
     return { status: 200, body: (await response.json()) as T };
   } catch (error) {
     throw new ProviderReadError(`GET ${url} returned an unreadable body: ${(error as Error).message}`);
+  }
+}
+
+/** The longest Retry-After a readback waits out in place for a further request (longer: the readback is retried). */
+export const RETRY_AFTER_IN_PLACE_MS = 2_000;
+
+/**
+ * getJson for a further request of a readback under way (the object its key names): a 429 with a short Retry-After
+ * is waited out and the GET made once more, taking its own turn again — a read changes nothing, and the requests
+ * before it (the key) are not made again, as a retry of the whole readback would.
+ */
+export async function getJsonAgainAfter429<T>(
+  url: string,
+  bounds: ReadBounds = {},
+  headers: Record<string, string> = {},
+): Promise<{ status: 200; body: T } | { status: 404 }> {
+  try {
+    return await getJson<T>(url, bounds, headers);
+  } catch (error) {
+    if (!(error instanceof ProviderRateLimitedError) || error.retryAfterMs > RETRY_AFTER_IN_PLACE_MS) throw error;
+    // Cancelled meanwhile: the 429 stands, and the readback is retried (or cancelled) as without the wait.
+    await delay(error.retryAfterMs, undefined, bounds.signal ? { signal: bounds.signal } : {}).catch(() => {
+      throw error;
+    });
+    return getJson<T>(url, bounds, headers);
   }
 }
 

@@ -3,7 +3,7 @@
 // verdict here, the next strategy is tried.
 import type { ReadbackRequest, ReadbackResult } from '../../domain/destination-contract.js';
 import type { ObjectReader } from './http-objects.js';
-import { getJson } from './http-read.js';
+import { getJson, getJsonAgainAfter429 } from './http-read.js';
 import { filled, type KeyReadback, textAt, valueAt } from './http-spec.js';
 
 export async function byKey(
@@ -27,7 +27,8 @@ export async function byKey(
     };
   const objectId = textAt(answer.body, read.objectId);
   if (!objectId) return undefined;
-  const object = await getJson<unknown>(objectUrl(objectId), request, auth);
+  // The key named the object: a 429 to its fetch repeats the fetch alone, not the key's lookup.
+  const object = await getJsonAgainAfter429<unknown>(objectUrl(objectId), request, auth);
   if (object.status === 200 && isExact(object.body, request))
     return found(object.body, 'idempotency_key', `the key maps to ${aNoun} carrying our reference and body`);
   return undefined;

@@ -2,13 +2,14 @@
 // looks phase, the outage's probe): the history of each before and after a window of looks, the looks counted from
 // the ledger's readback evidence (and, as a cross-check, watchForObject's attempt in describe()'s pending
 // activities), so events and bytes per look come out of the history itself; then the same for a wake — a decision
-// refused as stale, and a look-now — which is what makes a v7 run write history while it waits.
+// refused as stale, and a look-now signal — which is what makes a v7 run write history while it waits; and a
+// look-now as the client sends it where a look waits (a reset of the watch), which wakes nothing.
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type postgres from 'postgres';
 import type { EffectLedgerClient } from '../../client/effect-ledger-client.js';
 import { waitFor } from '../../stack/wait-for.js';
-import { decideUpdate } from '../../workflows/contract.js';
+import { decideUpdate, lookNowSignal } from '../../workflows/contract.js';
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
 
@@ -51,13 +52,15 @@ export interface LookCost {
   /** CPU milliseconds per look of each role given (an upper bound: the window's idle work is in it too). */
   cpuMsPerLook: Record<string, number>;
   wakes: { staleDecision: WakeCost; lookNow: WakeCost };
+  /** A look-now by the client (`lookNow`: a reset of the waiting watch): looks taken, and what they added. */
+  resetLookNow: { resets: number; looks: number; events: number; bytes: number };
 }
 
 export interface LookCostDeps {
   client: Client;
   /** The ledger: readback evidence is counted there. */
   sql: postgres.Sql;
-  /** Sends the look-now signals. */
+  /** Sends the look-now that resets the watch. */
   effects: EffectLedgerClient;
   /** CPU seconds so far by role (harness/bench/cpu.ts), read around the window; absent: no CPU figures. */
   cpu?: () => Record<string, number>;
@@ -187,12 +190,30 @@ export async function measureLookCost(
     },
     false,
   );
+  const asked = { actor: 'bench@example.com', reason: 'measuring a wake' };
   const lookNow = await measureWake(
     deps,
     woken,
-    (id) => deps.effects.lookNow(id, { actor: 'bench@example.com', reason: 'measuring a wake' }),
+    (id) => deps.client.workflow.getHandle(id).signal(lookNowSignal, asked),
     true,
   );
+  const resetLookNow = { resets: 0, looks: 0, events: 0, bytes: 0 };
+  for (const id of woken) {
+    const [before] = await snapshot(deps, [id]);
+    if (!before) continue;
+    if ((await deps.effects.lookNow(id, asked)) !== 'reset') continue;
+    resetLookNow.resets++;
+    await waitFor(
+      async () => ((await snapshot(deps, [id]))[0]?.looks ?? 0) > before.looks,
+      `${id} to look now`,
+      60_000,
+    );
+    const [after] = await snapshot(deps, [id]);
+    if (!after || after.runId !== before.runId) continue;
+    resetLookNow.looks += after.looks - before.looks;
+    resetLookNow.events += after.events.length - before.events.length;
+    resetLookNow.bytes += after.bytes - before.bytes;
+  }
   return {
     effects: same.length,
     windowSeconds,
@@ -204,5 +225,6 @@ export async function measureLookCost(
     bytesPerLook: looks ? bytes / looks : Number.NaN,
     cpuMsPerLook,
     wakes: { staleDecision, lookNow },
+    resetLookNow,
   };
 }

@@ -28,6 +28,10 @@ export const HISTORY_PATHS = [
   'unknown-looks-then-confirm',
   // v7: an operator's look-now while the effect waits between its looks; the look finds the object.
   'unknown-look-now',
+  // v7: a person's retry on the key-less feed over a look that cannot see the post: refused, then confirmed.
+  'keyless-retry-refused',
+  // v8: an abandon over a look that cannot see the post: refused (the person has not said it is not there), then confirmed.
+  'keyless-abandon-refused',
 ] as const;
 
 export type HistoryPath = (typeof HISTORY_PATHS)[number];
@@ -41,6 +45,8 @@ export const PATH_SINCE_VERSION: Partial<Record<HistoryPath, number>> = {
   'not-sent-resumed': 6,
   'unknown-looks-then-confirm': 7,
   'unknown-look-now': 7,
+  'keyless-retry-refused': 7,
+  'keyless-abandon-refused': 8,
 };
 
 /** The paths a version's replay set holds. */

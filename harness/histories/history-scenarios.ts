@@ -34,6 +34,9 @@ export interface HistoryScenario {
 
 const OPS = 'ops@example.com';
 
+/** The current version's set is captured with local attempts (v8); the v7 set holds the regular-activity path. */
+export const CAPTURED_WITH_LOCAL_ATTEMPTS = true;
+
 const handle = (stack: Stack, effectId: string) => stack.env.client.workflow.getHandle(effectId);
 
 /** A key-less post whose request never reached the provider: readback proves absence, a human is awaited. */
@@ -41,6 +44,47 @@ async function awaitingHuman(stack: Stack, effectId: string, text: string): Prom
   await stack.simulator.fault('fail_before_commit', { path: '/social/v1/posts' });
   await stack.effects.approve(postRequest(effectId, text));
   await waitForStage(stack, effectId, 'unknown', 'a human decision');
+}
+
+/**
+ * A key-less post committed with its answer held past our timeout, then pushed out of the listing by 100 later
+ * posts: every look is inconclusive and a human is awaited. Returns the post (while a worker polls).
+ */
+async function heldPostOutOfListing(stack: Stack, effectId: string, text: string, effects = stack.effects) {
+  await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
+  await effects.approve(postRequest(effectId, text));
+  const [ours] = await waitFor(async () => {
+    const found = await socialPostsFor(stack, effectId);
+    return found.length ? found : undefined;
+  }, 'our post to exist at the provider');
+  await stack.simulator.crowdSocialFeed(100);
+  await waitForStage(stack, effectId, 'unknown', 'a human decision');
+  return ours!;
+}
+
+/**
+ * A held post out of the listing; a person's decision that the look cannot allow is refused (the ledger then holds
+ * `rowsOnceRefused` decisions); then the person confirms the post, further down the feed.
+ */
+async function refusedOverHiddenPost(
+  stack: Stack,
+  effectId: string,
+  text: string,
+  decision: typeof approveRetrySignal,
+  reason: string,
+  rowsOnceRefused: number,
+) {
+  await stack.withWorker(async () => {
+    const ours = await heldPostOutOfListing(stack, effectId, text);
+    const h = handle(stack, effectId);
+    await h.signal(decision, { actor: OPS, reason });
+    await waitFor(
+      async () => (await stack.effects.status(effectId)).trail.decisions.length === rowsOnceRefused,
+      `the ${decision.name} to be refused after its look`,
+    );
+    await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'found it further down', externalId: ours.id });
+    await stack.effects.result(effectId);
+  });
 }
 
 export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
@@ -260,6 +304,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         client: stack.env.client,
         db: stack.ledger.db,
         taskQueue: stack.taskQueue,
+        localAttempts: CAPTURED_WITH_LOCAL_ATTEMPTS,
         callTimeoutMs: 1500,
         readbackIntervalMs: 2000,
         readbacksPerRun: 2,
@@ -294,15 +339,8 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     effectId: 'hist:unknown-human-confirm',
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
-      await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
       await stack.withWorker(async () => {
-        await stack.effects.approve(postRequest(effectId, 'History: confirm'));
-        const [ours] = await waitFor(async () => {
-          const found = await socialPostsFor(stack, effectId);
-          return found.length ? found : undefined;
-        }, 'our post to exist at the provider');
-        await stack.simulator.crowdSocialFeed(100);
-        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        const ours = await heldPostOutOfListing(stack, effectId, 'History: confirm');
         const h = handle(stack, effectId);
         await h.signal(confirmDeliverySignal, { actor: OPS, reason: 'I saw it', externalId: 'post_doesnotexist' });
         await waitFor(
@@ -312,7 +350,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         await h.signal(confirmDeliverySignal, {
           actor: OPS,
           reason: 'found it on the channel page',
-          externalId: ours!.id,
+          externalId: ours.id,
         });
         await stack.effects.result(effectId);
       });
@@ -362,6 +400,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         client: stack.env.client,
         db: stack.ledger.db,
         taskQueue: stack.taskQueue,
+        localAttempts: CAPTURED_WITH_LOCAL_ATTEMPTS,
         callTimeoutMs: 1500,
         readbackIntervalMs: 2000,
         readbacksPerRun: 2,
@@ -400,15 +439,8 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
     expect: { stage: 'recorded' },
     async run(stack, effectId) {
       const watchful = stack.effectsWith({ readbackIntervalMs: 300, readbackMaxIntervalMs: 300 });
-      await stack.simulator.fault('delay_after_commit', { path: '/social/v1/posts', delayMs: 30_000 });
       await stack.withWorker(async () => {
-        await watchful.approve(postRequest(effectId, 'History: five looks'));
-        const [ours] = await waitFor(async () => {
-          const found = await socialPostsFor(stack, effectId);
-          return found.length ? found : undefined;
-        }, 'our post to exist at the provider');
-        await stack.simulator.crowdSocialFeed(100);
-        await waitForStage(stack, effectId, 'unknown', 'a human decision');
+        const ours = await heldPostOutOfListing(stack, effectId, 'History: five looks', watchful);
         await waitFor(
           async () =>
             (await stack.effects.status(effectId)).trail.evidence.filter((e) => e.kind === 'readback').length >= 6,
@@ -417,7 +449,7 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         await handle(stack, effectId).signal(confirmDeliverySignal, {
           actor: OPS,
           reason: 'found it on the channel page',
-          externalId: ours!.id,
+          externalId: ours.id,
         });
         await stack.effects.result(effectId);
       });
@@ -446,6 +478,45 @@ export const HISTORY_SCENARIOS: readonly HistoryScenario[] = [
         await handle(stack, effectId).signal(lookNowSignal, { actor: OPS, reason: 'the provider is back' });
         await stack.effects.result(effectId);
       });
+    },
+  },
+  {
+    path: 'keyless-retry-refused',
+    shows:
+      'v7: a key-less post committed but its answer held; 100 later posts push it out of the listing (every look ' +
+      'inconclusive); a person approves a retry, which the look after the in-flight window cannot allow (nothing ' +
+      'dedupes a second post): refused; then confirm-delivery with the post: recorded by a human',
+    effectId: 'hist:keyless-retry-refused',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      // Accepted on its condition, then refused after the look: two rows.
+      await refusedOverHiddenPost(
+        stack,
+        effectId,
+        'History: no second post',
+        approveRetrySignal,
+        'nothing on the page',
+        2,
+      );
+    },
+  },
+  {
+    path: 'keyless-abandon-refused',
+    shows:
+      'v8: a key-less post committed but its answer held, then pushed out of the listing (every look inconclusive); a ' +
+      'person abandons: the look cannot tell whether the post is there and the person did not say they checked, so ' +
+      'the abandon is refused; then confirm-delivery with the post: recorded by a human',
+    effectId: 'hist:keyless-abandon-refused',
+    expect: { stage: 'recorded' },
+    async run(stack, effectId) {
+      await refusedOverHiddenPost(
+        stack,
+        effectId,
+        'History: no abandon beside a post',
+        abandonSignal,
+        'looks stuck',
+        1,
+      );
     },
   },
 ];

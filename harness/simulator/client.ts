@@ -30,7 +30,7 @@ export interface SimulatorProcess {
   stats(): Promise<{ posts: Record<string, number>; objects: number; socialPosts: number; keys: number }>;
   fault(
     kind: FaultKind,
-    options?: { path?: string; delayMs?: number; count?: number; reference?: string },
+    options?: { path?: string; delayMs?: number; count?: number; reference?: string; crowd?: number },
   ): Promise<void>;
   /** Faults queued and not yet consumed. */
   faults(): Promise<Fault[]>;

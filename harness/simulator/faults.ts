@@ -32,6 +32,8 @@ export const faultRequestSchema = z
     count: z.number().int().min(1).max(10_000).default(1),
     /** Only a request carrying this reference (its Idempotency-Key, or the effect ID stamped in its body). */
     reference: z.string().min(1).max(300).optional(),
+    /** After a commit, others post this many times on the feed before any answer: ours is out of its listing. */
+    crowd: z.number().int().min(1).max(10_000).optional(),
   })
   .strict();
 
@@ -44,6 +46,8 @@ export interface Fault {
   /** The reference a request must carry; null = any request. */
   reference: string | null;
   delayMs: number;
+  /** Others' posts made right after the commit, before any answer (0: none). */
+  crowd: number;
 }
 
 export class FaultQueue {
@@ -56,6 +60,7 @@ export class FaultQueue {
       path: request.path ?? null,
       reference: request.reference ?? null,
       delayMs: request.delayMs ?? DEFAULT_FAULT_DELAY_MS,
+      crowd: request.crowd ?? 0,
     };
     const added = Array.from({ length: request.count }, () => ({ ...fault }));
     this.#queue.push(...added);

@@ -160,6 +160,7 @@ class ProviderWorld {
 
   private async afterCommit(fault: Fault | undefined, res: ServerResponse, reply: Reply): Promise<void> {
     noteReply(res, reply);
+    if (fault?.crowd && reply.status < 300) this.addOthersPosts(fault.crowd);
     switch (fault?.kind) {
       case 'drop_after_commit':
         return destroy(res);
@@ -355,6 +356,11 @@ class ProviderWorld {
   /** Others post on the feed, in one call: older posts drop out of the newest-100 listing at once. */
   private async crowdSocialFeed({ req, res }: Ctx): Promise<void> {
     const { count } = parseControl(crowdSchema, await readJson(req));
+    this.addOthersPosts(count);
+    send(res, { status: 200, body: { added: count, socialPosts: this.posts.size } });
+  }
+
+  private addOthersPosts(count: number): void {
     for (let i = 0; i < count; i++) {
       const body = { text: `someone else's post ${i}` };
       this.posts.add({
@@ -366,7 +372,6 @@ class ProviderWorld {
         request: body,
       });
     }
-    send(res, { status: 200, body: { added: count, socialPosts: this.posts.size } });
   }
 
   private async setRateLimit({ req, res }: Ctx): Promise<void> {

@@ -23,6 +23,7 @@ import {
   TerminateRun,
   TITLES,
 } from './commands.js';
+import { KeylessRetry } from './keyless-retry.js';
 import { FeedChurn } from './listing-churn.js';
 import { CrossStepDecisions, type Gap, ResentAcrossRuns, type StepFault, TwoOperators } from './operators.js';
 import { AbandonInFlight, InFlightRetry, type RaceBarrier, RevisionRace } from './races.js';
@@ -59,6 +60,8 @@ export const GROUPS = [
   'abandon-in-flight',
   'terminated-in-pause',
   'feed-churn',
+  'keyless-retry',
+  'keyless-abandon',
 ] as const;
 export type Group = (typeof GROUPS)[number];
 export type Mix = Partial<Record<Group, number>>;
@@ -92,6 +95,8 @@ export const FULL_MIX: Mix = {
   'abandon-in-flight': 1,
   'terminated-in-pause': 1,
   'feed-churn': 1,
+  'keyless-retry': 1,
+  'keyless-abandon': 1,
 };
 
 /** Mixes aimed at one path each (`npm run chaos -- --mix NAME`; the variants' tests). */
@@ -114,6 +119,8 @@ export const MIXES: Record<string, Mix> = {
           'abandon-in-flight',
           'terminated-in-pause',
           'feed-churn',
+          'keyless-retry',
+          'keyless-abandon',
         ].includes(g),
     ),
   ),
@@ -133,6 +140,10 @@ export const MIXES: Record<string, Mix> = {
   abandon: { 'abandon-in-flight': 3, approve: 1 },
   /** A post read back by listing while others post many times a second: the listing moves between its pages. */
   churn: { 'feed-churn': 3, approve: 1 },
+  /** A retry approved on the key-less feed while the post may already exist (seed 2026120402). */
+  'keyless-retry': { 'keyless-retry': 3, approve: 1 },
+  /** An abandon sent on the key-less feed while the post may exist, every look inconclusive (seed 2026120603). */
+  'keyless-abandon': { 'keyless-abandon': 3, approve: 1 },
   /** Operators resetting runs and the send activity. */
   resets: { reset: 3, approve: 2, fault: 2, decide: 1 },
 };
@@ -330,6 +341,12 @@ export function chaosCommands({
     poison: fc.integer({ min: 1, max: 2 }).map((n) => new PoisonEffect(n)),
     'page-fill': fc.constant(null).map(() => new FillReconcilerPage(pageFill)),
     'feed-churn': fc.constant(null).map(() => new FeedChurn()),
+    'keyless-retry': fc
+      .tuple(fc.boolean(), fc.integer({ min: 500, max: 6000 }))
+      .map(([crowded, ms]) => new KeylessRetry(crowded, ms)),
+    'keyless-abandon': fc
+      .tuple(fc.boolean(), fc.integer({ min: 500, max: 6000 }))
+      .map(([crowded, ms]) => new KeylessRetry(crowded, ms, 'abandon')),
     // Keyed only: "not sent" is the keyed API's (a key-less 429 is unknown since issue 26). The kind is still drawn
     // (and dropped), so recorded seeds draw as before.
     'not-sent-streak': fc

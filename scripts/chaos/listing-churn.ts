@@ -5,7 +5,7 @@
 // holds every "absent" over complete coverage against the objects already there (run.ts, absent_beside_object).
 // Once the feed is quiet, a person who finds the post on the feed confirms it, as readback no longer can.
 import { bump, type Model, mayUse, newEffect, type Real, Step, use } from './commands.js';
-import { lookAt, OPERATOR, onDashboard, sendDecision } from './operator.js';
+import { confirmFromDashboard, lookAt } from './operator.js';
 import { until } from './operators.js';
 
 /** How long others keep posting, and how many they post each tenth of a second. */
@@ -36,16 +36,7 @@ export class FeedChurn extends Step {
       }
       const asks = async () => (await lookAt(r, effectId)).live?.awaiting?.startsWith('a human decision') === true;
       if (!(await until(asks, 30_000, 500))) return;
-      const view = await lookAt(r, effectId);
-      const object = await onDashboard(r, view);
-      if (!object) return;
-      await sendDecision(
-        r,
-        effectId,
-        'confirm-delivery',
-        { actor: OPERATOR, reason: 'found on the feed, past what its listing shows', externalId: object.id },
-        { via: 'update', seen: view },
-      );
+      await confirmFromDashboard(r, effectId, 'found on the feed, past what its listing shows');
     };
     r.track(churn());
   }

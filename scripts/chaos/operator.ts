@@ -17,7 +17,13 @@ import type { Real } from './commands.js';
 
 export const OPERATOR = 'ops@example.com';
 export type DecisionKindSent = 'approve-retry' | 'confirm-delivery' | 'abandon';
-export type DecisionPayload = { actor: string; reason: string; externalId?: string; attempt?: number };
+export type DecisionPayload = {
+  actor: string;
+  reason: string;
+  externalId?: string;
+  attempt?: number;
+  checkedAbsent?: true;
+};
 
 /** One decision as it left an operator's hands. */
 export interface SentDecision {
@@ -94,6 +100,43 @@ export async function onDashboard(r: Real, view: OperatorView): Promise<Destinat
   if (!records) return undefined;
   const objects = await records.objects().catch(() => [] as DestinationObject[]);
   return objects.filter((o) => o.effectId === release.idempotencyKey && o.bodySha256 === release.bodySha256).at(-1);
+}
+
+/** The effect waits in UNKNOWN for a person (its live view, bounded: no worker may be polling). */
+export async function asksPerson(r: Real, effectId: string): Promise<boolean> {
+  const live = await liveView(r, effectId, 1000);
+  return live?.stage === 'unknown' && /person|human/.test(live.awaiting ?? '');
+}
+
+/**
+ * An operator who finds the effect's object on the destination's dashboard confirms it, through the update. One who
+ * does not, with `elseAbandon`, abandons it, saying they saw it is not there (what an abandon over a look that could
+ * not tell needs); otherwise sends nothing.
+ */
+export async function confirmFromDashboard(
+  r: Real,
+  effectId: string,
+  reason: string,
+  { elseAbandon = false } = {},
+): Promise<void> {
+  const view = await lookAt(r, effectId);
+  const object = await onDashboard(r, view);
+  if (object)
+    await sendDecision(
+      r,
+      effectId,
+      'confirm-delivery',
+      { actor: OPERATOR, reason, externalId: object.id },
+      { via: 'update', seen: view },
+    );
+  else if (elseAbandon)
+    await sendDecision(
+      r,
+      effectId,
+      'abandon',
+      { actor: OPERATOR, reason: 'not on the dashboard', checkedAbsent: true },
+      { via: 'update', seen: view },
+    );
 }
 
 let sequence = 0;

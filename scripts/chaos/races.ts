@@ -21,7 +21,7 @@ import {
   submitRevision,
   use,
 } from './commands.js';
-import { liveView, lookAt, OPERATOR, sendDecision } from './operator.js';
+import { asksPerson, liveView, lookAt, OPERATOR, sendDecision } from './operator.js';
 import { until } from './operators.js';
 import { SHORT_GRACE_MS } from './stack.js';
 
@@ -197,14 +197,7 @@ async function decideOnceAsked(
     r.notes.push(`approve ${effectId} failed: ${(error as Error).message}`);
     return;
   }
-  const asks = await until(
-    async () => {
-      const live = await liveView(r, effectId, 1000);
-      return live?.stage === 'unknown' && /person|human/.test(live.awaiting ?? '');
-    },
-    20_000,
-    50,
-  );
+  const asks = await until(() => asksPerson(r, effectId), 20_000, 50);
   if (!asks) return;
   const seen = await lookAt(r, effectId);
   await sendDecision(r, effectId, kind, { actor: OPERATOR, reason }, { via: 'update', seen, decisionId: randomUUID() });

@@ -1,8 +1,24 @@
 // The outage's table: per phase, effects by stage, worker RSS and CPU, the provider's reads a second against its
 // limit, 429s; then parking and drain times, the drain ratio, and the per-effect costs (per look, per wake, per day).
-import type { OutageReport } from './run.js';
+import type { DrainRatio, OutageReport, RequestCount } from './run.js';
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+const counted = (n: RequestCount) => `${n.letThrough}${n.limited ? ` (+${n.limited} answered 429)` : ''}`;
+
+/** One drain window: its time against the least its requests let through take at the rates, and the 429s apart. */
+function drainLine(d: DrainRatio): string {
+  const what = d.from === 'provider back' ? 'end to end, from the provider back' : 'from the last look-now signal';
+  if (!Number.isFinite(d.ratio))
+    return `drain ratio (${what}): no request in ${s(d.drainSeconds * 1000)}, all had settled`;
+  return (
+    `drain ratio ${d.ratio.toFixed(2)} (${what}): ${s(d.drainSeconds * 1000)} against ${s(d.boundSeconds * 1000)} at ` +
+    `the rates (bound by ${d.boundBy}); requests let through ${Object.entries(d.requestsByDestination)
+      .map(([name, n]) => `${name} ${counted(n)} = ${(d.secondsAtDeclaredRate[name] ?? 0).toFixed(1)} s`)
+      .join(', ')} at the declared rates; the provider ${counted(d.providerRequests)} = ` +
+    `${d.secondsAtProviderLimit.toFixed(1)} s at its limit`
+  );
+}
 
 export function formatOutage(report: OutageReport): string {
   const { options } = report;
@@ -46,25 +62,20 @@ export function formatOutage(report: OutageReport): string {
     '',
     `parked ${report.parked} of ${options.effects} in UNKNOWN in ${s(report.parkMs)} (${s(perTenThousand)} per 10,000)`,
     `drain: ${report.settled ? 'every effect recorded or waiting for a person with a reason' : 'NOT settled'} ` +
-      `${s(report.drainMs)} after the provider returned; final ${JSON.stringify(report.final)}`,
-    ...(report.drain
-      ? [
-          `drain ratio ${report.drain.ratio.toFixed(2)}: ${s(report.drain.drainSeconds * 1000)} against ` +
-            `${s(report.drain.boundSeconds * 1000)} at the rates (bound by ${report.drain.boundBy}; requests ` +
-            `${Object.entries(report.drain.requestsByDestination)
-              .map(([d, n]) => `${d} ${n} = ${(report.drain?.secondsAtDeclaredRate[d] ?? 0).toFixed(1)} s`)
-              .join(', ')} at the declared rates; the provider let ${report.drain.providerRequests} through = ` +
-            `${report.drain.secondsAtProviderLimit.toFixed(1)} s at its limit)`,
-        ]
-      : []),
+      `${s(report.drainMs)} after the provider returned (to the last effect settled, by the ledger); final ${JSON.stringify(report.final)}`,
     ...(report.lookNow
       ? [
           `bulk look-now (${report.lookNow.mode}) once the provider was back: ${report.lookNow.asked} of ${report.lookNow.planned} asked, ` +
             `${report.lookNow.skipped} skipped, ${report.lookNow.closedMeanwhile} settled before their signal, ` +
-            `${report.lookNow.failed} failed${report.lookNow.failures ? ` (${report.lookNow.failures.join('; ')})` : ''} (${report.lookNow.mode === 'dry-run' ? 'dry run' : 'ledger query'} ${s(report.lookNow.planMs)}, ` +
-            `signals ${s(report.lookNow.sendMs)})`,
+            `${report.lookNow.failed} failed${report.lookNow.failures ? ` (${report.lookNow.failures.join('; ')})` : ''}`,
+          `  plan (${report.lookNow.mode.startsWith('dry-run') ? 'dry run: the workflow list, its search attributes' : "the ledger's query"}): ${s(report.lookNow.planMs)}`,
+          `  send (${report.lookNow.mode === 'dry-run-signals' ? 'the signals' : 'a reset of each waiting look, else its signal'}): ${s(report.lookNow.sendMs)}`,
         ]
       : []),
+    ...(report.drain ? [drainLine(report.drain)] : []),
+    ...(report.drainEndToEnd && report.drain?.from !== 'provider back' ? [drainLine(report.drainEndToEnd)] : []),
+    `load average (1, 5, 15 min): ${report.loadAverage.start.map((n) => n.toFixed(2)).join(' ')} at the start, ` +
+      `${report.loadAverage.end.map((n) => n.toFixed(2)).join(' ')} at the end`,
     `ledger ${report.ledgerBytesPerEffect} bytes/effect, Temporal history ${report.historyBytesPerEffect} bytes/effect ` +
       `(${report.historyBytesFrom})`,
     ...(report.workerCpuMsPerWaitingEffectPerHour
@@ -83,7 +94,9 @@ export function formatOutage(report: OutageReport): string {
             `worker CPU ${(report.looks.cpuMsPerLook.workers ?? Number.NaN).toFixed(1)} ms per look`,
           `a wake: a stale decision ${report.looks.wakes.staleDecision.eventsPerWake.toFixed(1)} events, ` +
             `${report.looks.wakes.staleDecision.bytesPerWake.toFixed(0)} bytes; a look-now ` +
-            `${report.looks.wakes.lookNow.eventsPerWake.toFixed(1)} events, ${report.looks.wakes.lookNow.bytesPerWake.toFixed(0)} bytes`,
+            `${report.looks.wakes.lookNow.eventsPerWake.toFixed(1)} events, ${report.looks.wakes.lookNow.bytesPerWake.toFixed(0)} bytes (its signal)`,
+          `a look-now by reset of the waiting watch: ${report.looks.resetLookNow.resets} reset, ${report.looks.resetLookNow.looks} looks, ` +
+            `${report.looks.resetLookNow.events} history events`,
         ]
       : []),
     ...(report.historyEventsPerWaitingEffectPerDay

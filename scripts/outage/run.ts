@@ -10,6 +10,7 @@
 // Temporal's view). `npm run outage` prints it (scripts/outage.ts); test/cluster/outage.test.ts runs a small
 // configuration on the cluster.
 import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import postgres from 'postgres';
@@ -22,6 +23,7 @@ import { type LookCost, measureLookCost } from '../../harness/bench/look-cost.js
 import { liveStatus, resultOf } from '../../harness/effect-probes.js';
 import { type Stack, startStack } from '../../harness/local-stack.js';
 import { postRequest, refundRequest } from '../../harness/sample-requests.js';
+import type { LoggedRequest } from '../../harness/simulator/request-log.js';
 import { readsAt, SIMULATED_DESTINATION_PATHS, type TrafficSecond } from '../../harness/simulator/traffic.js';
 import { clusterOf, TEMPORAL_TARGET_ENV } from '../../harness/temporal-target.js';
 import { startWorkerProcess, type WorkerProcess } from '../../harness/worker-process.js';
@@ -50,7 +52,7 @@ export interface OutageOptions {
   phaseTimeoutMs?: number;
   /**
    * Once the provider is back, every parked effect is asked to look now: `dry-run` (the default) as an operator does,
-   * `effect decide --look-now` (a visibility query and a status query per effect, then the signals); `direct`, one
+   * `effect decide --look-now` (the workflow list and its search attributes, then the signals); `direct`, one
    * signal to each effect the ledger holds in UNKNOWN, at once; `none` leaves them to their scheduled looks.
    */
   lookNow?: LookNowMode;
@@ -99,24 +101,42 @@ export interface PhaseReport {
   workerCpuMs: number;
 }
 
-/** The drain against the declared readback rates: how long it took ÷ how long the requests it needed must take. */
+/** Requests in a window: those the provider let through, and those it answered 429 (arrived, not served). */
+export interface RequestCount {
+  letThrough: number;
+  limited: number;
+}
+
+/**
+ * The drain against the declared readback rates: how long it took ÷ how long the requests it needed must take. Its
+ * requests come from the simulator's own log (arrival times to the millisecond, so a window's first and last
+ * seconds count exactly what fell inside them); orders-sql's, one SELECT per look in the ledger.
+ */
 export interface DrainRatio {
+  /** What the window starts at: the last look-now signal sent, or the provider back (the operator's end to end). */
+  from: 'last look-now signal' | 'provider back';
+  /** Epoch milliseconds; `to` is when the last effect settled, by the ledger (its last row before the run saw it). */
+  fromMs: number;
+  toMs: number;
   drainSeconds: number;
-  /** Requests the drain made at each destination (the simulator's GETs; orders-sql: one SELECT per look). */
-  requestsByDestination: Record<string, number>;
-  /** Seconds each destination's requests take at its declared readback rate. */
+  /** Requests each destination saw in the window (GETs at its paths; orders-sql: SELECTs, never limited). */
+  requestsByDestination: Record<string, RequestCount>;
+  /** Seconds each destination's requests let through take at its declared readback rate. */
   secondsAtDeclaredRate: Record<string, number>;
-  /** Requests the provider let through in the drain (reads and writes, 429s not counted), and at its limit. */
-  providerRequests: number;
+  /** Requests (reads and writes) the provider let through and answered 429 in the window; the former at its limit. */
+  providerRequests: RequestCount;
   secondsAtProviderLimit: number;
-  /** The longest of those: the least time the drain could take. */
+  /**
+   * The longest of those: the least time the drain could take. Requests answered 429 are left out on both sides (a
+   * drain at the rates would not have made them), so the time they cost shows in the ratio.
+   */
   boundSeconds: number;
   boundBy: string;
-  /** drainSeconds ÷ boundSeconds: 1 is a drain at the pace of the rates; the issue's target is ≤ 1.2. */
+  /** drainSeconds ÷ boundSeconds: 1 is a drain at the pace of the rates; the issue's target is ≤ 1.2. NaN: no request. */
   ratio: number;
 }
 
-export const LOOK_NOW_MODES = ['dry-run', 'direct', 'none'] as const;
+export const LOOK_NOW_MODES = ['dry-run', 'dry-run-signals', 'direct', 'none'] as const;
 export type LookNowMode = (typeof LOOK_NOW_MODES)[number];
 
 /** What the bulk look-now after the provider returned did. */
@@ -130,9 +150,11 @@ export interface LookNowReport {
   /** Signals that failed to a running effect, and the first few of them. */
   failed: number;
   failures?: string[];
-  /** The dry run (a visibility query and a status query per effect; direct: the ledger's query) and the signals. */
+  /** The dry run (the workflow list and its search attributes; direct: the ledger's query) and the signals. */
   planMs: number;
   sendMs: number;
+  /** When the last signal had been sent (epoch ms): the drain ratio's window starts there. */
+  lastSignalAtMs: number;
 }
 
 export interface OutageReport {
@@ -154,7 +176,12 @@ export interface OutageReport {
   audit: AuditReport;
   final: Record<string, number>;
   lookNow?: LookNowReport;
+  /** The drain from the last look-now signal (from the provider back without a look-now) to the last settled. */
   drain?: DrainRatio;
+  /** The same from the provider back: the operator's end to end, the look-now's own time included. */
+  drainEndToEnd?: DrainRatio;
+  /** The machine's 1, 5 and 15 minute load averages when the run began and when it ended (shared cores). */
+  loadAverage: { start: number[]; end: number[] };
   /**
    * Worker CPU milliseconds per parked effect per hour while the outage held (their looks failing, retried): all of
    * the workers' CPU (gross), and less what they used idle before any effect (net; idlePerHour, all workers).
@@ -231,6 +258,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     ...options,
   };
   const log = options.log ?? (() => {});
+  const loadAtStart = loadavg();
   process.env[TEMPORAL_TARGET_ENV] = opts.target === 'cluster' ? 'cluster' : 'dev-server';
   let stack: Stack | undefined;
   let toxiproxy: ToxiproxyServer | undefined;
@@ -427,21 +455,31 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     // scheduled look (a dry run first, then one signal each: scripts/bulk-decide.ts, `effect decide --look-now`).
     const asking = opts.lookNow === 'none' ? Promise.resolve(undefined) : bulkLookNow(stack, opts.lookNow, log);
     const last = await phase('recover', settledWhen);
-    const drainMs = Date.now() - recoverStarted;
+    const seenSettledAt = Date.now();
     const settled = settledWhen(last);
-    log(settled ? `settled in ${(drainMs / 1000).toFixed(1)} s` : `not settled after ${drainMs} ms`);
     const lookNow = await asking;
-    const drain = await drainRatio(stack, sql, {
-      from: recoverStarted,
-      to: recoverStarted + drainMs,
-      declared: Object.fromEntries(
-        Object.keys(mix).map((d) => [
-          d,
-          destinationContracts[d]?.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND,
-        ]),
-      ),
-      providerRatePerSecond: opts.providerRatePerSecond,
-    });
+    // The drain ends when the last effect settled, by the ledger: its row that settled it, not the sampler's loop
+    // (a second apart, and slower on a loaded machine). Unsettled, the sampler's end is all there is.
+    const endedAt = settled ? ((await lastSettledAt(sql, seenSettledAt)) ?? seenSettledAt) : seenSettledAt;
+    const drainMs = Math.max(0, endedAt - recoverStarted);
+    log(settled ? `settled in ${(drainMs / 1000).toFixed(1)} s` : `not settled after ${drainMs} ms`);
+    const declared = Object.fromEntries(
+      Object.keys(mix).map((d) => [
+        d,
+        destinationContracts[d]?.readbackRatePerSecond ?? DEFAULT_READBACK_RATE_PER_SECOND,
+      ]),
+    );
+    const requestLog = await stack.simulator.requests();
+    const ratioFrom = (from: DrainRatio['from'], fromMs: number) =>
+      drainRatio(sql, requestLog, {
+        from,
+        fromMs,
+        toMs: Math.max(fromMs, endedAt),
+        declared,
+        providerRatePerSecond: opts.providerRatePerSecond,
+      });
+    const drainEndToEnd = await ratioFrom('provider back', recoverStarted);
+    const drain = lookNow ? await ratioFrom('last look-now signal', lookNow.lastSignalAtMs) : drainEndToEnd;
     const hold = phases.find((p) => p.name === 'hold');
     const holdHours = hold ? (hold.endedMs - hold.startedMs) / 3_600_000 : 0;
     const workerCpu =
@@ -519,6 +557,8 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
       final: last.stages,
       ...(lookNow ? { lookNow } : {}),
       drain,
+      drainEndToEnd,
+      loadAverage: { start: loadAtStart, end: loadavg() },
       ...(workerCpu ? { workerCpuMsPerWaitingEffectPerHour: workerCpu } : {}),
       ...(looks ? { looks } : {}),
       ...(historyEventsPerWaitingEffectPerDay ? { historyEventsPerWaitingEffectPerDay } : {}),
@@ -545,7 +585,7 @@ async function bulkLookNow(
     reason: 'the provider is back',
   };
   const plan =
-    mode === 'dry-run'
+    mode === 'dry-run' || mode === 'dry-run-signals'
       ? await planBulk(stack.env.client, request)
       : {
           ...request,
@@ -556,8 +596,13 @@ async function bulkLookNow(
           ).map(({ effectId }) => ({ effectId, stage: 'unknown' })),
         };
   const planMs = Date.now() - t0;
-  const outcomes = await sendBulk(stack.effects, plan, { concurrency: 16 });
-  const sendMs = Date.now() - t0 - planMs;
+  // dry-run-signals: as before the looks were reset (each a signal, a wake: about 10 history events), to compare.
+  const outcomes = await sendBulk(stack.effects, plan, {
+    concurrency: 16,
+    ...(mode === 'dry-run-signals' ? { lookNowBy: 'signal' as const } : {}),
+  });
+  const lastSignalAtMs = Date.now();
+  const sendMs = lastSignalAtMs - t0 - planMs;
   const count = (result: string) => outcomes.filter((o) => o.result === result).length;
   // A signal to an effect that settled between the dry run and its signal fails: it no longer waits, so that is
   // not a failure of the look-now. Anything else is.
@@ -580,46 +625,84 @@ async function bulkLookNow(
     ...(failed.length ? { failures: failed.slice(0, 10) } : {}),
     planMs,
     sendMs,
+    lastSignalAtMs,
   };
   log(
-    `bulk look-now (${mode}): ${report.asked} of ${report.planned} asked (${mode === 'dry-run' ? 'dry run' : 'ledger query'} ${(planMs / 1000).toFixed(1)} s, signals ${(report.sendMs / 1000).toFixed(1)} s)`,
+    `bulk look-now (${mode}): ${report.asked} of ${report.planned} asked (${mode === 'direct' ? 'ledger query' : 'dry run'} ${(planMs / 1000).toFixed(1)} s, ${mode === 'dry-run-signals' ? 'signals' : 'resets or signals'} ${(report.sendMs / 1000).toFixed(1)} s)`,
   );
   return report;
 }
 
 /**
- * The drain against the rates: requests each destination saw from `from` to `to` (the simulator's own counter;
- * orders-sql, one SELECT per look in the ledger) at its declared readback rate, and the provider's requests at its
- * limit; the longest is the least the drain could take.
+ * When the last effect settled, by the ledger's clock: each effect's latest evidence, attempt or fact recorded by
+ * `seenAt` (when the run saw every effect settled) is the row that settled it; the latest of those. Probe effects
+ * come later and are left out.
+ */
+async function lastSettledAt(sql: postgres.Sql, seenAt: number): Promise<number | undefined> {
+  const until = new Date(seenAt).toISOString();
+  const [row] = await sql<{ at: Date | null }[]>`
+    SELECT max(at) AS at FROM (
+      SELECT recorded_at AS at, effect_id FROM provider_evidence
+      UNION ALL SELECT started_at, effect_id FROM attempts
+      UNION ALL SELECT recorded_at, effect_id FROM facts
+    ) rows
+    WHERE at <= ${until}::timestamptz AND effect_id NOT LIKE 'probe:%'`;
+  return row?.at ? new Date(row.at).getTime() : undefined;
+}
+
+/**
+ * The drain against the rates over [fromMs, toMs]: the requests each destination let through (the simulator's log;
+ * orders-sql, one SELECT per look in the ledger) at its declared readback rate, and the provider's at its limit;
+ * the longest is the least the drain could take.
  */
 async function drainRatio(
-  stack: Stack,
   sql: postgres.Sql,
-  window: { from: number; to: number; declared: Record<string, number>; providerRatePerSecond: number },
+  requestLog: LoggedRequest[],
+  window: {
+    from: DrainRatio['from'];
+    fromMs: number;
+    toMs: number;
+    declared: Record<string, number>;
+    providerRatePerSecond: number;
+  },
 ): Promise<DrainRatio> {
-  const seconds = (await stack.simulator.traffic(window.from)).seconds.filter((s) => s.at < window.to);
-  const requestsByDestination: Record<string, number> = {};
+  const { fromMs, toMs } = window;
+  const inWindow = requestLog.filter((r) => {
+    const at = Date.parse(r.at);
+    return at >= fromMs && at <= toMs;
+  });
+  const count = (requests: LoggedRequest[]): RequestCount => {
+    const limited = requests.filter((r) => r.status === 429).length;
+    return { letThrough: requests.length - limited, limited };
+  };
+  const requestsByDestination: Record<string, RequestCount> = {};
   for (const destination of Object.keys(window.declared)) {
-    if (SIMULATED_DESTINATION_PATHS[destination])
-      requestsByDestination[destination] = seconds.reduce((n, s) => n + readsAt(s, destination), 0);
+    const prefix = SIMULATED_DESTINATION_PATHS[destination];
+    if (prefix)
+      requestsByDestination[destination] = count(
+        inWindow.filter((r) => r.method === 'GET' && r.path.startsWith(prefix)),
+      );
     else {
       const [row] = await sql<{ n: number }[]>`
         SELECT count(*)::int AS n FROM provider_evidence v JOIN effects e ON e.effect_id = v.effect_id
         WHERE v.kind = 'readback' AND e.destination = ${destination}
-          AND v.recorded_at >= ${new Date(window.from).toISOString()}::timestamptz
-          AND v.recorded_at < ${new Date(window.to).toISOString()}::timestamptz`;
-      requestsByDestination[destination] = row?.n ?? 0;
+          AND v.recorded_at >= ${new Date(fromMs).toISOString()}::timestamptz
+          AND v.recorded_at <= ${new Date(toMs).toISOString()}::timestamptz`;
+      requestsByDestination[destination] = { letThrough: row?.n ?? 0, limited: 0 };
     }
   }
   const secondsAtDeclaredRate = Object.fromEntries(
-    Object.entries(requestsByDestination).map(([d, n]) => [d, n / (window.declared[d] ?? 1)]),
+    Object.entries(requestsByDestination).map(([d, n]) => [d, n.letThrough / (window.declared[d] ?? 1)]),
   );
-  const providerRequests = seconds.reduce((n, s) => n + s.reads + s.writes - s.limited, 0);
-  const secondsAtProviderLimit = providerRequests / window.providerRatePerSecond;
+  const providerRequests = count(inWindow);
+  const secondsAtProviderLimit = providerRequests.letThrough / window.providerRatePerSecond;
   const bounds = [...Object.entries(secondsAtDeclaredRate), ['the provider limit', secondsAtProviderLimit] as const];
   const [boundBy, boundSeconds] = bounds.reduce((a, b) => (b[1] > a[1] ? b : a));
-  const drainSeconds = (window.to - window.from) / 1000;
+  const drainSeconds = (toMs - fromMs) / 1000;
   return {
+    from: window.from,
+    fromMs,
+    toMs,
     drainSeconds,
     requestsByDestination,
     secondsAtDeclaredRate,
@@ -683,7 +766,12 @@ async function probeLooks(
     windowMs,
   );
   for (const id of ids) {
-    await stack.effects.decide(id, 'abandon', { actor: 'ops@example.com', reason: 'the probe is measured' });
+    // Their posts failed before commit (the probe's own fault): the script's word that none is there.
+    await stack.effects.decide(id, 'abandon', {
+      actor: 'ops@example.com',
+      reason: 'the probe is measured',
+      checkedAbsent: true,
+    });
     await resultOf(stack, id, 300_000);
   }
   return cost;

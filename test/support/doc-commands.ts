@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { DECISION_KINDS, parseDecision } from '../../domain/decisions.js';
 import { SHIPPED } from '../../harness/layers.js';
 import { EFFECT_SEARCH_ATTRIBUTES } from '../../workers/search-attribute-check.js';
+import { LOOK_ACTIVITY } from '../../workflows/contract.js';
 import { projectRoot } from './doc-blocks.js';
 
 const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as {
@@ -143,6 +144,16 @@ export function checkCommand(command: string[]): string {
         `${what}: no search attribute ${name}`,
       );
     return 'temporal workflow signal';
+  }
+  if (program === 'temporal' && args[0] === 'activity' && args[1] === 'reset') {
+    const option = (name: string) => args[args.indexOf(name) + 1] ?? '';
+    assert.equal(option('--activity-type'), LOOK_ACTIVITY, `${what}: the looks are ${LOOK_ACTIVITY}'s attempts`);
+    for (const [, name] of option('--query').matchAll(/(\w+) =/g))
+      assert.ok(
+        (EFFECT_SEARCH_ATTRIBUTES as readonly string[]).includes(name ?? ''),
+        `${what}: no search attribute ${name}`,
+      );
+    return 'temporal activity reset';
   }
   return assert.fail(`${what}: test/doc-commands.test.ts has no check for this command; run it in a test instead`);
 }
