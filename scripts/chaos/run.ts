@@ -201,7 +201,10 @@ async function storyOf(stack: ChaosStack, real: Real, effectId: string, objects:
       text: `${e.kind} ${e.outcome}${e.externalId ? ` ${e.externalId}` : ''}`,
     });
   for (const d of trail.decisions)
-    events.push({ at: d.decidedAt.getTime(), text: `decision ${d.kind} ${d.accepted ? 'accepted' : 'refused'}` });
+    events.push({
+      at: d.decidedAt.getTime(),
+      text: `decision ${d.kind} ${d.accepted ? 'accepted' : `refused${d.rejectionReason ? ` (${d.rejectionReason.slice(0, 120)})` : ''}`}`,
+    });
   // A further step's object carries `effectID~step`: it is this effect's too.
   for (const o of objects.filter((x) => x.effectId !== null && parseKey(x.effectId)?.effectId === effectId))
     events.push({
@@ -587,6 +590,8 @@ function capsFor(options: ChaosOptions, mix: Mix): Record<string, number> {
     'in-flight-retry': scaled,
     'abandon-in-flight': scaled,
     'terminated-in-pause': scaled,
+    'keyless-retry': scaled,
+    'keyless-abandon': scaled,
     poison: 1,
     'page-fill': 1,
     reset: scaled,
