@@ -21,6 +21,9 @@ export type DecisionPayload = {
   actor: string;
   reason: string;
   externalId?: string;
+  /** What it answers, copied from the status's `decideOn` by an operator who binds it. */
+  step?: string;
+  revision?: number;
   attempt?: number;
   checkedAbsent?: true;
 };

@@ -99,7 +99,10 @@ export async function twoOperators(
   }
   if (waitForObject) await until(async () => !!(await onDashboard(r, seen)), 6000, 200);
   const first = await dashboardDecision(r, seen);
-  const bind = bindAttempt && seen.attempt > 0 ? { attempt: seen.attempt } : {};
+  // Bound as the status's `decideOn` says: an attempt number alone is refused as ambiguous on a further step or a
+  // revision (attempts are numbered per step and revision), and the effect would wait for a person nobody sends.
+  const bind =
+    bindAttempt && seen.attempt > 0 ? { step: seen.step, revision: seen.revision, attempt: seen.attempt } : {};
   let secondPayload: DecisionPayload = { actor: SECOND_OPERATOR, reason: `${second}: my call`, ...bind };
   let secondKind = second;
   if (second === 'confirm-delivery') {
