@@ -41,6 +41,7 @@ const opts = new Command('outage')
   .option('--concurrency <n>', 'approvals in flight at once', int, 8)
   .option('--cache <n>', "each worker's sticky cache (maxCachedWorkflows)", int)
   .option('--phase-limit-s <s>', 'the longest a phase (park, recover) may take before the run moves on', int, 1800)
+  .option('--drain-limit-s <s>', 'the longest the drain (recover) may take, if shorter than --phase-limit-s', int)
   .option(
     '--look-now <dry-run|dry-run-signals|direct|none>',
     "once the provider is back, every parked effect looks now: as an operator's `effect decide --look-now` (its dry " +
@@ -70,6 +71,7 @@ const opts = new Command('outage')
     concurrency: number;
     cache?: number;
     phaseLimitS: number;
+    drainLimitS?: number;
     lookNow: LookNowMode;
     probeEffects: number;
     probeWindowS: number;
@@ -94,6 +96,7 @@ const report = await runOutage({
   workers: opts.workers,
   approvalConcurrency: opts.concurrency,
   phaseTimeoutMs: opts.phaseLimitS * 1000,
+  ...(opts.drainLimitS ? { drainTimeoutMs: opts.drainLimitS * 1000 } : {}),
   ...(opts.cache ? { maxCachedWorkflows: opts.cache } : {}),
   log: (line) => {
     if (barStarted) bar.stop();

@@ -104,13 +104,14 @@ describe('readback turns in the ledger', () => {
   });
 
   test('a readback put off again and again becomes visible: counted each time, and past 10 in a row no longer benign', async () => {
-    // 0.5 a second, a 2 s horizon: a few turns fill it; the next readback is put off.
-    for (let i = 0; i < 4; i++) await takeReadbackTurn(ledger.db, 'api-paced', 0.5);
+    // One turn every 21 s against a 2 s horizon: the first turn fills it, and the next readback is put off however
+    // slowly this machine gets to it (at 0.5 a second the next turn came within the horizon 0.1 s later).
+    await takeReadbackTurn(ledger.db, 'api-paced', 0.05);
     let counted = 0;
     const putOff = async (attempt: number) => {
       try {
         await new MockActivityEnvironment({ attempt }).run(() =>
-          readbackTurns(ledger.db, 'api-paced', 0.5, () => counted++).first(),
+          readbackTurns(ledger.db, 'api-paced', 0.05, () => counted++).first(),
         );
       } catch (error) {
         if (error instanceof ApplicationFailure && error.type === 'ReadbackPaced') return error;
@@ -193,7 +194,8 @@ describe('readback turns in the ledger', () => {
     // 150 readbacks (300 requests) at once at keyed-api's 50 a second, through a ledger answering 5–55 ms late.
     // Before a turn's lateness was paid once a second (each turn's step grew by 1.5 × it, the wait for a pool
     // connection included), these 300 requests did not all leave in 120 s. Now the lateness, about 100 ms here with
-    // its jitter, costs that once a second: about 44 a second.
+    // its jitter, costs that once a second: about 44 a second on a quiet machine, 38 on one running the whole suite.
+    // The bound below catches that stall (an order of magnitude), not a loaded machine; the figure is the bench's.
     const RATE = 50;
     await readBackAll(busyLedger.db, 'api-backlog', RATE, 150);
     // This provider serves this test alone: all its traffic is the backlog's.
@@ -209,6 +211,6 @@ describe('readback turns in the ledger', () => {
     const full = seconds.slice(1, -1);
     assert.ok(full.length >= 3, `a backlog of several seconds: ${seconds.join(' ')}`);
     const mean = full.reduce((a, b) => a + b, 0) / full.length;
-    assert.ok(mean >= RATE * 0.8, `${mean.toFixed(1)} requests a second under a backlog, declared ${RATE}`);
+    assert.ok(mean >= RATE * 0.5, `${mean.toFixed(1)} requests a second under a backlog, declared ${RATE}`);
   });
 });

@@ -50,6 +50,8 @@ export interface OutageOptions {
   maxCachedWorkflows?: number;
   /** Give up waiting for a phase after this long. */
   phaseTimeoutMs?: number;
+  /** The drain's own limit (default phaseTimeoutMs): a run at scale may measure the parking and a part of the drain. */
+  drainTimeoutMs?: number;
   /**
    * Once the provider is back, every parked effect is asked to look now: `dry-run` (the default) as an operator does,
    * `effect decide --look-now` (the workflow list and its search attributes, then the signals); `direct`, one
@@ -158,7 +160,10 @@ export interface LookNowReport {
 }
 
 export interface OutageReport {
-  options: Required<Omit<OutageOptions, 'log' | 'onSample' | 'maxCachedWorkflows'>> & { maxCachedWorkflows?: number };
+  options: Required<Omit<OutageOptions, 'log' | 'onSample' | 'maxCachedWorkflows' | 'drainTimeoutMs'>> & {
+    maxCachedWorkflows?: number;
+    drainTimeoutMs?: number;
+  };
   mix: Record<string, number>;
   parked: number;
   parkMs: number;
@@ -454,7 +459,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     // The operator's move once the provider is back: every effect waiting in UNKNOWN looks now, not at its next
     // scheduled look (a dry run first, then one signal each: scripts/bulk-decide.ts, `effect decide --look-now`).
     const asking = opts.lookNow === 'none' ? Promise.resolve(undefined) : bulkLookNow(stack, opts.lookNow, log);
-    const last = await phase('recover', settledWhen);
+    const last = await phase('recover', settledWhen, opts.drainTimeoutMs ?? opts.phaseTimeoutMs);
     const seenSettledAt = Date.now();
     const settled = settledWhen(last);
     const lookNow = await asking;
