@@ -35,29 +35,23 @@ describe('readback turns in the ledger', () => {
     // The same ledger through Toxiproxy: a worker whose ledger answers 5–115 ms late (a loaded machine, a far
     // database), so every turn it takes reaches it late.
     toxiproxy = await startToxiproxy();
-    const link = await toxiproxy.proxy('ledger', `${u.hostname}:${u.port || 5432}`);
-    await link.proxy.addToxic({
-      name: 'slow-answers',
-      type: 'latency',
-      stream: 'downstream',
-      toxicity: 1,
-      attributes: { latency: 60, jitter: 55 },
-    });
-    const slow = new URL(u);
-    slow.port = String(link.port);
-    slowLedger = openLedger(slow.toString(), { max: 8 });
+    /** The ledger behind a proxy that holds each answer `latency` ± `jitter` ms. */
+    const lateLedger = async (name: string, latency: number, jitter: number) => {
+      const link = await toxiproxy.proxy(name, `${u.hostname}:${u.port || 5432}`);
+      await link.proxy.addToxic({
+        name: `${name}-late`,
+        type: 'latency',
+        stream: 'downstream',
+        toxicity: 1,
+        attributes: { latency, jitter },
+      });
+      const late = new URL(u);
+      late.port = String(link.port);
+      return openLedger(late.toString(), { max: 8 });
+    };
+    slowLedger = await lateLedger('ledger', 60, 55);
     // A ledger answering 5–55 ms late, as a loaded machine's does, and a provider that counts what arrives.
-    const busyLink = await toxiproxy.proxy('busy-ledger', `${u.hostname}:${u.port || 5432}`);
-    await busyLink.proxy.addToxic({
-      name: 'busy-answers',
-      type: 'latency',
-      stream: 'downstream',
-      toxicity: 1,
-      attributes: { latency: 30, jitter: 25 },
-    });
-    const busy = new URL(u);
-    busy.port = String(busyLink.port);
-    busyLedger = openLedger(busy.toString(), { max: 8 });
+    busyLedger = await lateLedger('busy-ledger', 30, 25);
     provider = await startSimulator();
   });
   after(async () => {

@@ -160,10 +160,7 @@ export interface LookNowReport {
 }
 
 export interface OutageReport {
-  options: Required<Omit<OutageOptions, 'log' | 'onSample' | 'maxCachedWorkflows' | 'drainTimeoutMs'>> & {
-    maxCachedWorkflows?: number;
-    drainTimeoutMs?: number;
-  };
+  options: Required<Omit<OutageOptions, 'log' | 'onSample' | 'maxCachedWorkflows'>> & { maxCachedWorkflows?: number };
   mix: Record<string, number>;
   parked: number;
   parkMs: number;
@@ -261,6 +258,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     probeEffects: 3,
     probeWindowMs: 15_000,
     ...options,
+    drainTimeoutMs: options.drainTimeoutMs ?? options.phaseTimeoutMs ?? 30 * 60_000,
   };
   const log = options.log ?? (() => {});
   const loadAtStart = loadavg();
@@ -459,7 +457,7 @@ export async function runOutage(options: OutageOptions): Promise<OutageReport> {
     // The operator's move once the provider is back: every effect waiting in UNKNOWN looks now, not at its next
     // scheduled look (a dry run first, then one signal each: scripts/bulk-decide.ts, `effect decide --look-now`).
     const asking = opts.lookNow === 'none' ? Promise.resolve(undefined) : bulkLookNow(stack, opts.lookNow, log);
-    const last = await phase('recover', settledWhen, opts.drainTimeoutMs ?? opts.phaseTimeoutMs);
+    const last = await phase('recover', settledWhen, opts.drainTimeoutMs);
     const seenSettledAt = Date.now();
     const settled = settledWhen(last);
     const lookNow = await asking;
