@@ -1,7 +1,7 @@
 // One chaos run and its verdict: generated steps against the real stack (fast-check model-based commands),
 // then a settle phase that only waits (it approves and decides nothing: the system must heal on its own),
 // then the invariants, read from the ledger, the destinations' own records, Temporal and the provider's
-// request log. Used by `npm run chaos` (scripts/chaos.ts) and test/chaos.test.ts.
+// request log. Used by `npm run chaos` (scripts/chaos.ts), test/chaos.test.ts and test/chaos-planted.test.ts.
 import fc from 'fast-check';
 import { MAIN_STEP, parseKey } from '../../domain/idempotency-key.js';
 import { readTrail } from '../../ledger/trail.js';
