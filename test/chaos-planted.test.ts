@@ -87,7 +87,7 @@ const PLANTED: Planted[] = [
     // Draws a task.announce whose first step fails twice; its operators (a retry, an abandon) decide at a barrier.
     seed: 8226,
     effects: 2,
-    todo: "v7's in-flight waits change this draw's path (the retry's post, held past its window, outlasts the 60 s settle: caught only as object_without_fact): to be drawn again for v7; the fixes keep their direct tests (test/unknown-episodes.test.ts)",
+    todo: "v7's in-flight waits change this draw's path (the retry's post, held past its window, outlasts the 60 s settle: caught only as object_without_fact); seed 8711 (the same first effect, its later post failing before commit) missed 3 of 3 (the leftover abandon refused in the ledger, the announce step still in its in-flight window at the settle's end): to be drawn again; the fixes keep their direct tests (test/unknown-episodes.test.ts)",
     caught: ['decision_other_episode'],
     // The refusal after a retry and the episode binding (v5) each stop the leftover abandon, and since v7 so does the
     // look before an abandon (it records the object the retry made instead): with any one in place, removing the
@@ -213,7 +213,8 @@ const PLANTED: Planted[] = [
     mix: { 'terminated-in-pause': 1 },
     seed: 7101,
     effects: 2,
-    todo: "in v7 the resumed run's first look proves absence and the policy's same-key retry records the effect before the checker sees UNKNOWN without a send: to be drawn again for v7; the resume keeps its direct test (test/never-lost.test.ts) and history (not-sent-resumed)",
+    // Since v7 the resumed run's first look proves absence and the policy's same-key retry records the effect: the
+    // checker catches the look itself (a readback after only "not sent" answers), not an effect left in UNKNOWN.
     caught: ['unknown_without_send'],
     reconciler: true,
     fixReturns: [

@@ -453,6 +453,24 @@ export async function verify(
       effectId: row.effectId,
       detail: `in UNKNOWN, yet every one of its ${row.attempts} attempt(s) was answered "not sent": nothing can have left`,
     });
+  // The same, passed through: a look for a step's object when every attempt of the step had been answered "not
+  // sent" treats as unknown what cannot be, even if a same-key retry recorded the effect after it (since v7 the
+  // end state alone no longer shows it: seed 7101's resumed run).
+  for (const row of await stack.ledger.sql<{ effectId: string; step: string; attempts: number }[]>`
+    SELECT r.effect_id AS "effectId", r.step, count(a.attempt_id)::int AS attempts
+      FROM provider_evidence r
+      JOIN attempts a ON a.effect_id = r.effect_id AND a.step = r.step AND a.started_at <= r.recorded_at
+     WHERE r.effect_id LIKE ${`${prefix}-%`} AND r.kind = 'readback'
+     GROUP BY r.evidence_id, r.effect_id, r.step
+    HAVING bool_and(EXISTS (SELECT 1 FROM provider_evidence v WHERE v.attempt_id = a.attempt_id
+                              AND v.kind = 'response' AND v.outcome = 'not_sent' AND v.evidence_id < r.evidence_id))`) {
+    if (violations.some((v) => v.kind === 'unknown_without_send' && v.effectId === row.effectId)) continue;
+    violations.push({
+      kind: 'unknown_without_send',
+      effectId: row.effectId,
+      detail: `read back step ${row.step} when every one of its ${row.attempts} attempt(s) had been answered "not sent"`,
+    });
+  }
   const [real_] = await stack.ledger.sql<{ n: number }[]>`
     SELECT count(DISTINCT effect_id)::int AS n FROM releases
     WHERE effect_id LIKE ${`${prefix}-%`} AND destination IN ('email-smtp', 'nats-jetstream', 'orders-sql')`;
