@@ -57,6 +57,8 @@ export function readbackTurns(
   ratePerSecond = DEFAULT_READBACK_RATE_PER_SECOND,
   /** Called each time a readback is put off (the worker's metric). */
   onPaced?: () => void,
+  /** Keeps the activity alive through a turn's wait (the readback's quiet heartbeat). */
+  keepAlive: () => void = () => Context.current().heartbeat(),
 ): ReadbackTurns {
   let prepaid = false;
   const take = async (horizonMs: number) => {
@@ -83,9 +85,8 @@ export function readbackTurns(
       }
       const answered = performance.now();
       if (turn.waitMs >= 1) {
-        const context = Context.current();
-        context.heartbeat();
-        await context.sleep(turn.waitMs);
+        keepAlive();
+        await Context.current().sleep(turn.waitMs);
       }
       // How late the request would leave, by this process's own durations (no clock compared): at most the answer's
       // whole round trip plus the sleep's overrun. Later than its turn reserved for, it could crowd a second the

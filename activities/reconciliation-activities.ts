@@ -26,6 +26,7 @@ import { ProviderRateLimitedError } from './destinations/http-read.js';
 import type { Destinations } from './destinations/registry.js';
 import { type EffectMetrics, NO_METRICS } from './effect-metrics.js';
 import { lookupSpan, markActivity, readbackSpan, stepAttributes, verdictAttributes } from './provider-spans.js';
+import { quietHeartbeat } from './quiet-heartbeat.js';
 import { readbackTurns } from './readback-turns.js';
 
 export interface ReadbackTarget {
@@ -163,11 +164,16 @@ export function createReconciliationActivities({
       markActivity(stepAttributes(coordinates));
       const { adapter, request, destination } = await prepare(target);
       const context = Context.current();
+      const keepAlive = quietHeartbeat(context);
       // Asked before the read begins: what the read can prove depends on when it began, by the ledger's clock.
       const clock = await inFlightClock(db, target.effectId, target.step);
       // The destination's declared rate holds for its readback requests from every worker together.
-      const turns = readbackTurns(db, destination, adapter.readbackRatePerSecond, () =>
-        metrics.readbackPaced?.(destination),
+      const turns = readbackTurns(
+        db,
+        destination,
+        adapter.readbackRatePerSecond,
+        () => metrics.readbackPaced?.(destination),
+        keepAlive,
       );
       await turns.first();
       const read = await readbackSpan({ ...coordinates, destination }, () =>
@@ -178,7 +184,7 @@ export function createReconciliationActivities({
             context.cancellationSignal,
             AbortSignal.timeout(Math.max(1, context.info.startToCloseTimeoutMs - 500)),
           ]),
-          onPage: () => context.heartbeat(),
+          onPage: keepAlive,
           beforeRequest: turns.beforeRequest,
         }),
       )

@@ -189,7 +189,7 @@ export interface ReadbackRequest {
   since: string;
   /** Fires when the activity is cancelled or reaches its deadline: abort the reads then. */
   signal?: AbortSignal;
-  /** Called after each page or lookup: the activity heartbeats, so a hung read is noticed. */
+  /** Called after each page or lookup: the activity heartbeats (once it has run 3 s), so a hung read is noticed. */
   onPage?: () => void;
   /**
    * Awaited before each request a readback makes to the provider (a hand-written adapter calls it too): waits

@@ -39,9 +39,12 @@ export function refusedByLedger(error: unknown): never {
   throw error;
 }
 
-/** Moves the ledger's copy of the stage; terminal stages are final (the database refuses too). */
-async function setStage(tx: Tx | LedgerDb, effectId: string, stage: EffectStage): Promise<void> {
-  await tx
+/**
+ * Moves the ledger's copy of the stage: none out of a terminal stage (the database refuses too), none to the stage
+ * it is in. A query, so a look's one-statement record can put it in its CTE (recordLook).
+ */
+function stageMove(tx: Tx | LedgerDb, effectId: string, stage: EffectStage) {
+  return tx
     .update(effects)
     .set({ stage, stageChangedAt: sql`now()` })
     .where(and(eq(effects.effectId, effectId), notInArray(effects.stage, [...TERMINAL_STAGES, stage])));
@@ -142,7 +145,7 @@ export async function recordAttempt(
         throw new LedgerInvariantError(
           `attempt ${input.effectId}/${input.step}#${input.attemptNumber} exists with another key`,
         );
-      await setStage(tx, input.effectId, 'attempted');
+      await stageMove(tx, input.effectId, 'attempted');
       return { attemptId: row.attemptId, startedAt: row.startedAt };
     })
     .catch(refusedByLedger);
@@ -191,6 +194,7 @@ export async function recordEvidence(
   stage: EffectStage,
   fact?: FactInput,
 ): Promise<{ evidenceId: number; fact: FactRow | null }> {
+  if (!fact && evidence.kind !== 'response') return recordLook(db, evidence, stage);
   return db
     .transaction(async (tx) => {
       let evidenceId: number | undefined;
@@ -235,10 +239,38 @@ export async function recordEvidence(
         }
         factRow = row;
       }
-      await setStage(tx, evidence.effectId, stage);
+      await stageMove(tx, evidence.effectId, stage);
       return { evidenceId, fact: factRow };
     })
     .catch(refusedByLedger);
+}
+
+/**
+ * Evidence without a fact (a look that found nothing, or found what it cannot settle) and the stage: one statement,
+ * no transaction — thousands of waiting effects each write one per look, and a transaction's BEGIN and COMMIT were
+ * two of its four round trips.
+ */
+async function recordLook(
+  db: LedgerDb,
+  evidence: EvidenceInput,
+  stage: EffectStage,
+): Promise<{ evidenceId: number; fact: null }> {
+  const recorded = db.$with('recorded').as(
+    db
+      .insert(providerEvidence)
+      .values({ ...evidence, detail: storableJson(evidence.detail ?? {}) })
+      .returning({ evidenceId: providerEvidence.evidenceId }),
+  );
+  const staged = db
+    .$with('staged')
+    .as(stageMove(db, evidence.effectId, stage).returning({ effectId: effects.effectId }));
+  const [row] = await db
+    .with(recorded, staged)
+    .select({ evidenceId: recorded.evidenceId })
+    .from(recorded)
+    .catch(refusedByLedger);
+  if (!row) throw new LedgerInvariantError(`evidence for ${evidence.effectId} was not written`);
+  return { evidenceId: row.evidenceId, fact: null };
 }
 
 export interface DecisionInput {
@@ -301,7 +333,7 @@ export async function recordDecision(
         const ours = earlier.workflowRunId !== null && earlier.workflowRunId === (decision.workflowRunId ?? null);
         taken = { first: ours, accepted: earlier.accepted, rejectionReason: earlier.rejectionReason };
       }
-      if (stage && taken.first) await setStage(tx, decision.effectId, stage);
+      if (stage && taken.first) await stageMove(tx, decision.effectId, stage);
       return taken;
     })
     .catch(refusedByLedger);

@@ -16,8 +16,16 @@ export async function ledgerNow(db: LedgerDb): Promise<Date> {
   return new Date(String(row?.now));
 }
 
-/** One more failed start of an effect: the first records when it began, every one refreshes the reason. */
-export async function recordStartFailure(db: LedgerDb, effectId: string, reason: string): Promise<void> {
+/**
+ * One more failed start of an effect: the first records when it began, every one refreshes the reason.
+ * Two workers' passes can fail the same start at once, and the one whose transaction began first may update
+ * the row the other inserted: its now() is older than the row's first failure, so the newest time wins.
+ */
+export async function recordStartFailure(
+  db: Pick<LedgerDb, 'insert'>,
+  effectId: string,
+  reason: string,
+): Promise<void> {
   const text = reason.length > MAX_START_FAILURE_REASON ? `${reason.slice(0, MAX_START_FAILURE_REASON - 1)}…` : reason;
   await db
     .insert(startFailures)
@@ -26,7 +34,7 @@ export async function recordStartFailure(db: LedgerDb, effectId: string, reason:
       target: startFailures.effectId,
       set: {
         reason: sql`excluded.reason`,
-        lastFailedAt: sql`now()`,
+        lastFailedAt: sql`GREATEST(${startFailures.lastFailedAt}, now())`,
         failures: sql`${startFailures.failures} + 1`,
       },
     });

@@ -33,6 +33,7 @@ import { cpuByRole, cpuMsPerEffect, type Role } from '../harness/bench/cpu.js';
 import { measureLookCost } from '../harness/bench/look-cost.js';
 import { memoryOf, resetPeak, startBareWorkerProcess } from '../harness/bench/processes.js';
 import { type LatencySummary, renderChart, type Series, summarize, table } from '../harness/bench/report.js';
+import { untilSettled } from '../harness/bench/steady.js';
 import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, taskRequest } from '../harness/sample-requests.js';
 import { clusterOf, TEMPORAL_TARGET_ENV } from '../harness/temporal-target.js';
@@ -60,6 +61,7 @@ interface Options {
   pauseIdle?: boolean;
   localAttempts?: boolean;
   rateEffects?: number;
+  settleCapS?: number;
   effects?: number;
   concurrency?: number;
   rounds?: number;
@@ -131,6 +133,11 @@ const opts = new Command('bench')
     'waiting: fresh effects approved and recorded with none waiting, then with all waiting, 0 skips (default 200; quick 5)',
     int(0),
   )
+  .option(
+    '--settle-cap-s <s>',
+    'waiting: before each approval-rate window, wait at most this long for the machine to settle, 0 skips (default 900; quick 0)',
+    int(0),
+  )
   .option('--look-interval-ms <ms>', 'their short interval between looks (default 2000)', int(200))
   .option('--look-window-s <s>', 'how long their looks are watched (default 30; quick 10)', int(1))
   .option('--out <dir>', 'where bench.json and bench.svg go', 'artifacts/bench')
@@ -155,6 +162,7 @@ const config = {
   waitingIntervalMs: opts.waitingIntervalMs ?? 600_000,
   absenceGraceMs: opts.absenceGraceMs,
   rateEffects: pick(opts.rateEffects, 200, 5),
+  settleCapS: pick(opts.settleCapS, 900, 0),
   lookEffects: pick(opts.lookEffects, 10, 3),
   lookIntervalMs: opts.lookIntervalMs ?? 2000,
   lookWindowS: pick(opts.lookWindowS, 30, 10),
@@ -547,11 +555,29 @@ async function approveUntilWaiting(
   );
 }
 
-/** Fresh happy effects approved and recorded (as the main phase's ledgered runs), for the approval rate. */
+/**
+ * Fresh happy effects approved and recorded (as the main phase's ledgered runs), for the approval rate. First the
+ * machine settles (harness/bench/steady.ts): the rate with effects waiting is of them waiting, not of what their
+ * parking left running; the rate with none waiting waits the same way, after the phases before it.
+ */
 async function approvalRate(bench: Bench, phase: string) {
   if (config.rateEffects === 0) return null;
+  const settle = config.settleCapS > 0 ? await untilSettled({ capMs: config.settleCapS * 1000 }) : undefined;
+  if (settle)
+    log(
+      `${phase}: machine ${settle.settled ? 'settled' : 'still settling'} after ${settle.seconds.toFixed(0)} s, ` +
+        `busy cores per window ${settle.windows.map((c) => c.toFixed(2)).join(' ')}`,
+    );
   const r = await run(bench, 'ledgered', phase, config.rateEffects, config.concurrency);
-  return { effectsPerSecond: r.effectsPerSecond, latencyMs: r.latencyMs, ended: r.ended };
+  return {
+    effectsPerSecond: r.effectsPerSecond,
+    latencyMs: r.latencyMs,
+    ended: r.ended,
+    cpuMsPerEffect: r.cpuMsPerEffect,
+    ...(settle
+      ? { settle: { settled: settle.settled, seconds: Math.round(settle.seconds), busyCores: settle.windows.at(-1) } }
+      : {}),
+  };
 }
 
 /** The waiting effects' absence grace, when --absence-grace-ms overrides the destination's. */
@@ -933,6 +959,13 @@ async function main() {
           `approval rate (${a.effects} fresh effects approved and recorded at concurrency ${a.concurrency}): ` +
             `${fmt(a.noneWaiting.effectsPerSecond)} effects/s with none waiting, ${fmt(a.whileWaiting.effectsPerSecond)} ` +
             `with ${waiting.effects} waiting: ${fmt(a.ratio, 2)}×`,
+        );
+        const settled = (r: typeof a.noneWaiting) =>
+          r.settle
+            ? `${fmt(r.settle.busyCores ?? Number.NaN, 2)} busy cores after ${r.settle.seconds} s${r.settle.settled ? '' : ' (still settling)'}`
+            : 'not waited for';
+        out.push(
+          `  the machine before each window: none waiting ${settled(a.noneWaiting)}; ${waiting.effects} waiting ${settled(a.whileWaiting)}`,
         );
       }
     }

@@ -157,11 +157,11 @@ const PLANTED: Planted[] = [
     ],
   },
   {
-    bug: 'the reconciler dies at a poison effect (its isolation cut): the effects stranded behind it stay stranded',
+    bug: 'the reconciler dies at a poison effect (its isolation cut): its passes fail, and the poison is left with no why',
     mix: { poison: 1 },
     seed: 3001,
     effects: 3,
-    caught: ['stuck'],
+    caught: ['reconciler_pass_failed', 'stuck'],
     reconciler: true,
     cuts: PLANTED_CUTS['reconciler-blind'],
   },

@@ -2,11 +2,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { sql as drizzleSql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { openLedger } from '../ledger/db.js';
 import { LedgerInvariantError } from '../ledger/errors.js';
 import { migrateLedger } from '../ledger/migrate.js';
 import { recordAttempt, recordDecision, recordEvidence, releaseEffect } from '../ledger/progress.js';
+import { recordStartFailure } from '../ledger/start-failures.js';
 import { readEffect } from '../ledger/trail.js';
 
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -388,6 +390,29 @@ describe('ledger invariants (enforced by PostgreSQL)', () => {
       assert.equal(row!.stage, terminal);
     });
   }
+
+  test('two passes failing the same start at once: the one whose transaction began first keeps the row in time order', async () => {
+    await effectRow('e-unstartable', sha('4'));
+    const earlier = openLedger(url, { max: 1 });
+    const later = openLedger(url, { max: 1 });
+    try {
+      // The earlier pass's transaction began before the later one's insert: its now() is older than the row's.
+      await earlier.db.transaction(async (tx) => {
+        const [began] = await tx.execute<{ now: string }>(drizzleSql`SELECT now()::text AS now`);
+        await recordStartFailure(later.db, 'e-unstartable', 'the later pass');
+        const [first] =
+          await sql`SELECT first_failed_at > ${String(began?.now)}::timestamptz AS after FROM start_failures WHERE effect_id = 'e-unstartable'`;
+        assert.equal(first?.after, true, 'the interleaving this test is about: the row is newer than the earlier pass');
+        await recordStartFailure(tx, 'e-unstartable', 'the earlier pass');
+      });
+    } finally {
+      await earlier.close();
+      await later.close();
+    }
+    const [row] =
+      await sql`SELECT failures, reason, first_failed_at <= last_failed_at AS ordered FROM start_failures WHERE effect_id = 'e-unstartable'`;
+    assert.deepEqual({ ...row }, { failures: 2, reason: 'the earlier pass', ordered: true });
+  });
 
   test('evidence and decisions are append-only: no UPDATE, no DELETE', async () => {
     await effectRow('e-decided', sha('3'));

@@ -2,6 +2,10 @@
 // workflow can never be started, older than the effects stranded behind it; and more unfinished effects than
 // one pass reads, with a newly stranded one after them. Every unfinished effect must have a running workflow
 // within a bounded time, or show why not (the checker: run.ts's stuck findings, unstartable.ts).
+
+import { setTimeout as sleep } from 'node:timers/promises';
+import { failureReason } from '../../client/reconciler-pass.js';
+import { LEDGER_RECONCILER_WORKFLOW_TYPE } from '../../workflows/ledger-reconciler.js';
 import {
   buildRequest,
   bump,
@@ -52,6 +56,7 @@ export class PoisonEffect extends Step {
     } catch (error) {
       r.touch(effectId, `approved; its start failed: ${(error as Error).message.slice(0, 120)}`);
     }
+    await passesAtOnce(r, effectId);
     for (let i = 0; i < this.strandedBehind; i++) {
       const die = new DieAfterLedgerWrite('task', 'at-start');
       if (m.effects.length >= m.limits.effects) break;
@@ -60,6 +65,48 @@ export class PoisonEffect extends Step {
   }
   toString() {
     return `poison-effect(${this.strandedBehind} stranded behind it)`;
+  }
+}
+
+/** Reconciler passes run at once, as every worker's timer and the schedule do; rounds of them. */
+const PASSES_AT_ONCE = 4;
+const PASS_ROUNDS = 2;
+/** A pass over a handful of effects ends in seconds; past this, the run goes on and says so. */
+const PASS_PATIENCE_MS = 90_000;
+
+/**
+ * Passes that meet the poison effect together (before any effect is stranded behind it, so the workers'
+ * own passes still have those to resume): each records its failed start, and none may fail for it. They run
+ * in the workers, as the schedule's do, so a worker's planted cut is what meets them (run here, today's code
+ * would record the poison's failure for it and hide the cut). Caught: a start failure recorded by a plain
+ * insert (the second pass fails). Not reached: the microsecond interleaving CI met on 2026-12-06 (a pass whose
+ * statement began first updating the row another had just inserted; 64 passes here did not meet it);
+ * test/ledger-invariants.test.ts pins that one with a transaction.
+ */
+async function passesAtOnce(r: Real, poisonId: string) {
+  for (let round = 0; round < PASS_ROUNDS; round++) {
+    const passes = await Promise.allSettled(
+      Array.from({ length: PASSES_AT_ONCE }, async (_, i) => {
+        const pass = await r.stack.client.workflow.start(LEDGER_RECONCILER_WORKFLOW_TYPE, {
+          workflowId: `reconciler-pass-${r.prefix}-${round}-${i}`,
+          taskQueue: r.stack.taskQueue,
+          args: [0],
+        });
+        const ended = await Promise.race([
+          pass.result().then(() => true),
+          sleep(PASS_PATIENCE_MS, false, { ref: false }),
+        ]);
+        if (!ended) r.notes.push(`reconciler pass ${pass.workflowId} had not ended after ${PASS_PATIENCE_MS} ms`);
+      }),
+    );
+    bump(r, 'reconciler passes run at once', PASSES_AT_ONCE);
+    for (const pass of passes)
+      if (pass.status === 'rejected')
+        r.violations.push({
+          kind: 'reconciler_pass_failed',
+          effectId: poisonId,
+          detail: `a pass run beside ${PASSES_AT_ONCE - 1} others failed: ${failureReason(pass.reason).slice(0, 300)}`,
+        });
   }
 }
 

@@ -34,7 +34,7 @@ const opts = new Command('run-tests')
     positive,
     Number(process.env.EL_TEST_CONCURRENCY) || defaultConcurrency(),
   )
-  // Stops a hung file, not a slow one: the chaos files' lanes run 420–510 s in a cold .ci/run (2 cores, load 10–20).
+  // Stops a hung file, not a slow one: the chaos files' lanes run 420–550 s in a cold .ci/run (2 cores, load 10–20).
   .option('--timeout <ms>', 'per file', positive, 900_000)
   .option('--test-name-pattern <regex>', 'only tests whose name matches', (v, all: string[]) => [...all, v], [])
   .parse();
@@ -44,9 +44,13 @@ const { concurrency, timeout, testNamePattern } = opts.opts<{
   testNamePattern: string[];
 }>();
 
-/** Two files per core: each mostly waits (timers, polls, servers), and two cores carry four comfortably. */
+/**
+ * One and a half files per core: each mostly waits (timers, polls, servers), but at two per core a .ci/run on 2
+ * cores kept them 99 % busy for 21 minutes, and starved servers failed tests with nothing wrong (a versioned
+ * worker's first poll waited 60 s on the dev server's deployment registration, and its effects sat unattempted).
+ */
 function defaultConcurrency(): number {
-  return Math.min(8, 2 * availableParallelism());
+  return Math.min(8, Math.max(2, Math.round(1.5 * availableParallelism())));
 }
 
 const given = opts.args.map((file) => relative(projectRoot, resolve(file)));
@@ -135,8 +139,26 @@ interface TestEvent {
     name?: string;
     nesting?: number;
     todo?: boolean | string;
-    details?: { type?: string; duration_ms?: number };
+    details?: { type?: string; duration_ms?: number; error?: unknown };
   };
+}
+
+/** A failed test, for the recap at the end of the output (a CI log is often read from its tail). */
+interface Failure {
+  file: string;
+  name: string;
+  message: string;
+}
+const failures: Failure[] = [];
+
+/** The failure's own message: node:test wraps it (ERR_TEST_FAILURE) with the thrown error as its cause. */
+function messageOf(error: unknown): string {
+  const inner = (error as { cause?: unknown })?.cause ?? error;
+  const text = inner instanceof Error ? `${inner.name}: ${inner.message}` : String(inner);
+  const lines = text.split('\n');
+  return lines.length > 40
+    ? [...lines.slice(0, 40), `… (${lines.length - 40} more lines above in the log)`].join('\n')
+    : text;
 }
 
 const timings = new Map<string, FileTiming>();
@@ -157,6 +179,9 @@ const observe = new Transform({
     if (event.type === 'test:fail' && !event.data.todo) failed = true;
     if (!file) return next();
     const path = relative(projectRoot, file);
+    if (event.type === 'test:fail' && !event.data.todo && event.data.details?.type !== 'suite') {
+      failures.push({ file: path, name: name ?? '?', message: messageOf(event.data.details?.error) });
+    }
     const timing = timings.get(path) ?? { file: path, start: runStart, end: 0, tests: 0, failed: 0 };
     timings.set(path, timing);
     const fileItself = name === file && nesting === 0;
@@ -224,6 +249,15 @@ if (pg) {
   const line = `el-pg peak=${pg.peak} ours=${pg.ours} max=${pg.max}`;
   if (process.env.EL_TIMINGS) appendFileSync(process.env.EL_TIMINGS, `${line}\n`);
   process.stdout.write(`# ${line}\n`);
+}
+// What failed, again, last: the TAP above holds it in its place among hundreds of tests.
+// A file's own entry (its name is its path) fails with its tests: shown only when none of its tests did.
+const shown = failures.filter(
+  (f) => !(resolve(projectRoot, f.file) === f.name && failures.some((o) => o.file === f.file && o !== f)),
+);
+if (shown.length) {
+  const recap = shown.map((f) => `not ok: ${f.file}: ${f.name}\n${f.message.replace(/^/gm, '  ')}`).join('\n');
+  process.stdout.write(`# ${shown.length} failed:\n${recap.replace(/^/gm, '# ')}\n`);
 }
 // Under npm test, .ci/run or test:cluster ($EL_TIMINGS set), their summary has the table; alone, ours.
 const ended = [...timings.values()].filter((t) => t.end > 0);
