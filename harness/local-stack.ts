@@ -20,7 +20,7 @@ import { freePort } from '../stack/free-port.js';
 import { dropDatabase, throwawayLedgerUrl } from '../stack/ledger-database.js';
 import { claimDatabase } from '../stack/test-databases.js';
 import { loadTemporalConfig } from '../workers/config.js';
-import { createEffectWorker } from '../workers/effect-worker.js';
+import { createEffectWorker, type EffectWorkerOptions } from '../workers/effect-worker.js';
 import { type SimulatorProcess, startSimulator } from './simulator/client.js';
 import { startTemporal } from './temporal-target.js';
 import { loadWorkflowBundle, stackDeployment } from './workflow-bundle.js';
@@ -65,6 +65,9 @@ export interface WorkerOptions {
   workflowBundle?: WorkflowBundleWithSourceMap;
   /** Make its build current once it polls (default true); false leaves the rollout to the test. */
   becomeCurrent?: boolean;
+  /** The reconciler's schedule and timer pass beside it (default off), and what counts its passes. */
+  reconciler?: EffectWorkerOptions['reconciler'];
+  reconcilerObserver?: EffectWorkerOptions['reconcilerObserver'];
 }
 
 /** The backend client, remembering which effect IDs it was asked to approve (for per-test isolation checks). */
@@ -162,6 +165,8 @@ export async function startStack({
         providerUrl: options.providerUrl ?? simulator.url,
       }),
       effects,
+      ...(options.reconciler ? { reconciler: options.reconciler } : {}),
+      ...(options.reconcilerObserver ? { reconcilerObserver: options.reconcilerObserver } : {}),
     });
     return { worker, close: async () => own?.close() };
   };

@@ -2,7 +2,8 @@
 // (docs/reconciler.md). A poison effect (its start always fails) is recorded with why and the pass goes on,
 // so the stranded effects behind it are resumed; a pass reads every page of unfinished effects; its counts
 // reach the log, the metrics and the scheduled workflow's result; `list` and `decide` tell an operator the
-// effect has no workflow; what we send Temporal fits its documented limits; and a start the server refuses
+// effect has no workflow; a worker's timer pass stands aside while the schedule's complete and takes over when it
+// is paused; what we send Temporal fits its documented limits; and a start the server refuses
 // for a limit of its own is isolated too.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -129,6 +130,47 @@ describe('the ledger reconciler cannot go blind', { timeout: 300_000 }, () => {
       } finally {
         await dropSchedule(stack);
         await retire(stack, [poison, ...stranded]);
+      }
+    },
+  );
+
+  test(
+    "a worker's timer pass stands aside while the schedule's passes complete, and resumes a stranded effect once the schedule is paused",
+    TEST_TIMEOUT,
+    async () => {
+      const ticks = { passed: 0, stoodAside: 0 };
+      const observer = {
+        passed: () => void ticks.passed++,
+        failed: () => {},
+        stoodAside: () => void ticks.stoodAside++,
+      };
+      const stranded = 'task:timer-stranded';
+      try {
+        await stack.withWorker(
+          async () => {
+            // The worker made the schedule (every second); its own timer ticks every second too.
+            await waitFor(async () => ticks.stoodAside >= 3, 'three timer ticks left to completed scheduled passes');
+            assert.ok(ticks.passed >= 3, `the schedule's passes ran (${ticks.passed})`);
+            // An operator pauses the schedule; once its last pass has ended, only the timer is left.
+            await stack.env.client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).pause('test: the backstop');
+            const query = `WorkflowType = '${LEDGER_RECONCILER_WORKFLOW_TYPE}' AND ExecutionStatus = 'Running'`;
+            await waitFor(
+              async () => (await stack.env.client.workflow.count(query)).count === 0,
+              'no scheduled pass running',
+            );
+            await registerStranded(stack.ledger, unfinishedRequest(stranded));
+            await waitFor(
+              async () => (await readEffect(stack.ledger.db, stranded))?.stage === 'recorded',
+              'the stranded effect resumed by the timer pass and recorded',
+              60_000,
+            );
+            assert.equal((await objectsFor(stack, stranded)).length, 1, 'one object');
+          },
+          { reconciler: { everyMs: 1000, olderThanMs: 0 }, reconcilerObserver: observer },
+        );
+      } finally {
+        await dropSchedule(stack);
+        await retire(stack, [stranded]);
       }
     },
   );

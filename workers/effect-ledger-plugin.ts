@@ -59,6 +59,7 @@ import {
   ensureReconcilerSchedule,
   passLogFields,
   type ReconcilerPassObserver,
+  scheduledPassWatch,
 } from './ledger-reconciler.js';
 import { effectLedgerNexusHandler } from './nexus-service.js';
 import { requireSearchAttributes } from './search-attribute-check.js';
@@ -388,15 +389,22 @@ export class EffectLedgerPlugin extends SimplePlugin {
     }
     // The same pass from every worker on a timer as well: the schedule is what operators see, but in one chaos
     // seed (4242, with a dev-server restart) no scheduled pass ran at all. Passes are idempotent. One at a time:
-    // a pass longer than the period is not joined by another from the same worker.
+    // a pass longer than the period is not joined by another from the same worker. A tick after which the
+    // schedule completed a pass stands aside (scheduledPassWatch): the backstop runs only when it is needed.
     const observer = this.settings.reconcilerObserver;
+    const scheduled = scheduledPassWatch(effects.temporal);
     let passing = false;
     const localPass = setInterval(() => {
       if (passing) return;
       passing = true;
-      effects
-        .resumeStranded({ olderThanMs })
-        .then((report) => {
+      scheduled()
+        .then(async (watch) => {
+          if (watch.standAside) {
+            logger.debug('ledger reconciler timer pass stands aside', { completedBySchedule: watch.by });
+            observer?.stoodAside?.();
+            return;
+          }
+          const report = await effects.resumeStranded({ olderThanMs });
           logger.info('ledger reconciler pass', passLogFields(report, 'timer'));
           observer?.passed(report);
         })

@@ -16,6 +16,8 @@ export type PassTrigger = 'schedule' | 'timer';
 export interface ReconcilerPassObserver {
   passed(report: ReconcilerPassReport): void;
   failed(): void;
+  /** A timer tick that left the pass to the schedule, whose pass completed since the last tick. */
+  stoodAside?(): void;
 }
 
 /** The fields of a pass's JSON log line ("ledger reconciler pass"): the counts, and why each start failed. */
@@ -100,4 +102,37 @@ export async function ensureReconcilerSchedule(client: Client, schedule: Reconci
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
   }
+}
+
+/**
+ * Whether a worker's timer pass may stand aside: the schedule took a pass since this worker's last tick and that
+ * pass completed. The timer is the backstop for a schedule that does not run (paused, never created, a server that
+ * lost it); while the schedule's passes complete, a timer pass would only repeat one — at 10,000 waiting effects
+ * a pass reads every page and asks visibility about each. Clock-free: the ticks compare the schedule's own
+ * recent actions, not times. Anything unclear (the describe fails, no new action, one not completed) runs the pass.
+ */
+export function scheduledPassWatch(
+  client: Client,
+): () => Promise<{ standAside: false } | { standAside: true; by: string }> {
+  let seen: Set<string> | undefined;
+  return async () => {
+    try {
+      const { info, state } = await client.schedule.getHandle(LEDGER_RECONCILER_SCHEDULE_ID).describe();
+      const { recentActions } = info;
+      const ids = recentActions.map((a) => a.action.workflow.workflowId);
+      const before = seen;
+      seen = new Set(ids);
+      if (!before || state.paused) return { standAside: false };
+      // recentActions run oldest to newest: newest first, the latest pass taken since the last tick that completed.
+      for (const action of [...recentActions].reverse()) {
+        const { workflowId, firstExecutionRunId } = action.action.workflow;
+        if (before.has(workflowId)) break;
+        const { status } = await client.workflow.getHandle(workflowId, firstExecutionRunId).describe();
+        if (status.name === 'COMPLETED') return { standAside: true, by: workflowId };
+      }
+      return { standAside: false };
+    } catch {
+      return { standAside: false };
+    }
+  };
 }

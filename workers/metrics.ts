@@ -7,7 +7,8 @@
 //                                                       in UNKNOWN (it should move on its own within minutes),
 //                                                       or one the reconciler cannot start (since it first failed)
 //   effect_ledger_unstartable_effects                   gauge, ledger: effects the reconciler cannot start
-//   effect_ledger_reconciler_passes_total{outcome}      counter: this process's passes, completed or failed
+//   effect_ledger_reconciler_passes_total{outcome}      counter: this process's passes, completed, failed or
+//                                                       stood_aside (a timer tick the schedule's pass made needless)
 //   effect_ledger_reconciler_effects_total{result}      counter: effects its passes checked, resumed, could not start
 //   effect_ledger_reconciler_pass_seconds               histogram: how long its completed passes took
 //   effect_ledger_attempts_total{destination}           counter: attempt rows written (a request may leave)
@@ -80,7 +81,7 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
   });
   const passes = new Counter({
     name: 'effect_ledger_reconciler_passes_total',
-    help: "This process's ledger reconciler passes, by outcome (completed, failed)",
+    help: "This process's ledger reconciler passes, by outcome (completed, failed, stood_aside: a timer tick after which the schedule completed a pass)",
     labelNames: ['outcome'],
     registers: [registry],
   });
@@ -145,6 +146,7 @@ export function createWorkerMetrics(db: LedgerDb): WorkerMetrics {
         passSeconds.observe(report.durationMs / 1000);
       },
       failed: () => passes.inc({ outcome: 'failed' }),
+      stoodAside: () => passes.inc({ outcome: 'stood_aside' }),
     },
   };
 }
