@@ -10,11 +10,12 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, type Worker } from '@temporalio/worker';
 import { EffectLedgerClient } from '../client/effect-ledger-client.js';
 import type { Destination } from '../domain/destination.js';
+import { readbackTaskQueue } from '../domain/destination-contract.js';
 import { createLedgerDatabase, databaseAdminUrl, type LedgerDatabase } from '../stack/ledger-database.js';
 import { createOrdersDatabase, type OrdersDatabase } from '../stack/orders-db.js';
 import { startToxiproxy, type ToxiproxyServer } from '../stack/toxiproxy.js';
 import { loadTemporalConfig } from '../workers/config.js';
-import { buildIdOf } from '../workers/deployment.js';
+import { buildIdOf, versionRoutable } from '../workers/deployment.js';
 import { bundleEffectWorkflows, createEffectWorker } from '../workers/effect-worker.js';
 import { type KitProxies, startKitProxies } from './kit-proxies.js';
 import { type QuietDevServer, startQuietDevServer } from './quiet-dev-server.js';
@@ -114,13 +115,14 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
         readbackMaxIntervalMs: 2000,
       });
       const workflowBundle = await bundle;
+      const deployment = { deploymentName: 'effect-ledger-conformance', buildId: buildIdOf(workflowBundle.code) };
       const instance = await createEffectWorker({
         connection: env.nativeConnection,
         namespace: config.namespace,
         taskQueue,
         workflowBundle,
         // The kit's own Temporal: its build is its workflow code, current as soon as it polls.
-        deployment: { deploymentName: 'effect-ledger-conformance', buildId: buildIdOf(workflowBundle.code) },
+        deployment,
         becomeCurrent: true,
         db: ledger.ledger.db,
         destinations,
@@ -130,6 +132,23 @@ export async function startKitStack(options: KitStackOptions): Promise<KitStack>
         shutdownGraceMs: 1000,
       });
       worker = { instance, running: instance.run() };
+      // No cell starts before the server dispatches every kind of task the worker polls for: a registration the
+      // dev server takes a minute over (a loaded machine) would leave the cells' effects waiting unexplained.
+      const stopped = worker.running.then(() => {
+        throw new Error("the kit's worker stopped before its version was routable");
+      });
+      await Promise.race([
+        versionRoutable(env.connection.workflowService, config.namespace, deployment, [
+          { name: taskQueue, workflow: true, activity: true },
+          ...destinations.map((d) => ({
+            name: readbackTaskQueue(taskQueue, d.contract.name),
+            workflow: false,
+            activity: true,
+          })),
+        ]),
+        stopped,
+      ]);
+      stopped.catch(() => {});
     },
     async stop() {
       if (worker) {

@@ -5,6 +5,10 @@
 import type { Client } from '@temporalio/client';
 import { statusQuery } from '../workflows/contract.js';
 
+/** PendingActivityState / PendingWorkflowTaskState SCHEDULED: on the queue, not yet taken by a worker. */
+const PENDING_ACTIVITY_STATE_SCHEDULED = 1;
+const PENDING_WORKFLOW_TASK_STATE_SCHEDULED = 1;
+
 /** The messages along an error's causes: a failed workflow's own words are in its cause, not its message. */
 export function failureText(error: unknown): string {
   const messages: string[] = [];
@@ -19,9 +23,13 @@ export function failureText(error: unknown): string {
 
 export async function whyOpen(client: Client, effectId: string): Promise<string> {
   const handle = client.workflow.getHandle(effectId);
+  let describeFailed = '';
   const [status, description] = await Promise.all([
     handle.query(statusQuery).catch(() => undefined),
-    handle.describe().catch(() => undefined),
+    handle.describe().catch((error: unknown) => {
+      describeFailed = `its describe failed: ${failureText(error)}`;
+      return undefined;
+    }),
   ]);
   const parts = [`stage ${status?.stage ?? '?'}`];
   if (status?.awaiting) parts.push(`awaiting ${status.awaiting}`);
@@ -37,13 +45,23 @@ export async function whyOpen(client: Client, effectId: string): Promise<string>
     parts.push(
       failure?.message
         ? `${name} failing, attempt ${pending.attempt ?? '?'}: ${failure.message}${type ? ` (${type})` : ''}`
-        : `${name} running, attempt ${pending.attempt ?? '?'}`,
+        : pending.state === PENDING_ACTIVITY_STATE_SCHEDULED
+          ? `${name} scheduled, no worker has taken it (attempt ${pending.attempt ?? '?'})`
+          : `${name} running, attempt ${pending.attempt ?? '?'}`,
     );
   }
+  if (describeFailed) parts.push(describeFailed);
   // A workflow that cannot move although nothing is pending: its workflow task is failing or timing out.
   const task = description?.raw.pendingWorkflowTask;
   if (task && (task.attempt ?? 1) > 1)
     parts.push(`workflow task retried, attempt ${task.attempt}${await lastTaskFailure(client, effectId)}`);
+  // Its next step not yet taken: a worker has not taken or not yet finished the workflow task that makes it.
+  else if (task)
+    parts.push(
+      task.state === PENDING_WORKFLOW_TASK_STATE_SCHEDULED
+        ? 'a workflow task scheduled, no worker has taken it'
+        : 'a workflow task in progress',
+    );
   return parts.join('; ');
 }
 

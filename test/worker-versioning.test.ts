@@ -17,7 +17,7 @@ import { type Stack, startStack } from '../harness/local-stack.js';
 import { postRequest, refundRequest } from '../harness/sample-requests.js';
 import { loadWorkflowBundle, stackDeploymentName } from '../harness/workflow-bundle.js';
 import { waitFor } from '../stack/wait-for.js';
-import { buildIdOf, currentVersion } from '../workers/deployment.js';
+import { buildIdOf, currentVersion, versionRoutable } from '../workers/deployment.js';
 import { bundleEffectWorkflows } from '../workers/effect-worker.js';
 import { decideUpdate } from '../workflows/contract.js';
 import { temporalCli } from './support/cli.js';
@@ -225,6 +225,53 @@ describe('from unversioned workers (workflow v6, ten patches) to versioned ones'
       await stack.simulator.clearFaults();
       await old.stop();
       await Promise.all([v6Build?.stop(), currentBuild?.stop()]);
+    }
+  });
+});
+
+describe('a version is routable once the server has met every queue its workers poll', () => {
+  ownStack();
+  test('versionRoutable resolves once the version is current with each queue and kind registered, and names what is missing', async () => {
+    const build = await loadWorkflowBundle();
+    const version = { deploymentName: stackDeploymentName(stack.taskQueue), buildId: buildIdOf(build.code) };
+    const { workflowService } = stack.env.connection;
+    const polled = [
+      { name: stack.taskQueue, workflow: true, activity: true },
+      { name: readbackTaskQueue(stack.taskQueue, 'social-feed'), workflow: false, activity: true },
+    ];
+    // No worker yet: the server knows nothing of the version.
+    await assert.rejects(
+      versionRoutable(workflowService, stack.namespace, version, polled, { timeoutMs: 1000 }),
+      /not routable after 1 s: .*(the version|current)/,
+    );
+    const worker = await stack.startWorker({ workflowBundle: build });
+    try {
+      await versionRoutable(workflowService, stack.namespace, version, polled);
+      assert.equal(
+        (await currentVersion(workflowService, stack.namespace, version.deploymentName))?.buildId,
+        version.buildId,
+      );
+      const queues = await taskQueuesOf(version.buildId);
+      for (const q of [`${stack.taskQueue}:1`, `${stack.taskQueue}:2`, `${polled[1]?.name}:2`])
+        assert.ok(queues.has(q), q);
+      // A queue no worker of the version polls is never routable, and is named.
+      await assert.rejects(
+        versionRoutable(
+          workflowService,
+          stack.namespace,
+          version,
+          [...polled, { name: `${stack.taskQueue}-nobody`, workflow: false, activity: true }],
+          { timeoutMs: 2000 },
+        ),
+        (error: Error) =>
+          error.message.endsWith(`not yet registered or set: ${stack.taskQueue}-nobody (activity tasks)`),
+      );
+      // What it waited for is what a run needs: an effect started now is recorded.
+      const effectId = 'versioning:routable-refund';
+      await stack.effects.approve(refundRequest(effectId, 2300, 'ch_routable'));
+      assert.equal((await resultOf(stack, effectId)).stage, 'recorded');
+    } finally {
+      await worker.stop();
     }
   });
 });

@@ -184,3 +184,58 @@ export async function becomeCurrentVersion(
     await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }
+
+/** A task queue a version's workers poll, and for which kinds of task. */
+export interface PolledQueue {
+  name: string;
+  workflow: boolean;
+  activity: boolean;
+}
+
+const TASK_QUEUE_TYPE = { workflow: 1, activity: 2 } as const;
+
+/**
+ * Resolves once the server routes to `version` (it is current) and has registered every queue its workers poll,
+ * for each kind of task: until the server has met a queue's activity pollers, the activities a run on that
+ * version schedules there are not dispatched. On a loaded server a registration can take a minute (it runs
+ * through the deployment's own system workflow), and runs started meanwhile wait with nothing to say why; a
+ * caller that starts runs right after its worker (the conformance kit) waits here first. Rejects after
+ * `timeoutMs`, naming what is still missing.
+ */
+export async function versionRoutable(
+  service: WorkflowService,
+  namespace: string,
+  version: DeploymentVersion,
+  queues: readonly PolledQueue[],
+  { timeoutMs = 180_000, signal }: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let missing: string[] = ['the version'];
+  for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+    try {
+      const [routing, described] = await Promise.all([
+        routingOf(service, namespace, version.deploymentName),
+        service.describeWorkerDeploymentVersion({ namespace, deploymentVersion: version }),
+      ]);
+      const registered = new Set(
+        (described.workerDeploymentVersionInfo?.taskQueueInfos ?? []).map((q) => `${q.name}/${q.type}`),
+      );
+      missing = queues.flatMap((q) =>
+        (['workflow', 'activity'] as const)
+          .filter((kind) => q[kind] && !registered.has(`${q.name}/${TASK_QUEUE_TYPE[kind]}`))
+          .map((kind) => `${q.name} (${kind} tasks)`),
+      );
+      if (routing.current?.buildId !== version.buildId) missing.push('current');
+      if (!missing.length) return;
+    } catch (error) {
+      const code = grpcCode(error);
+      if (typeof code !== 'number' || ROUTING_REFUSED.has(code)) throw error;
+    }
+    if (signal?.aborted) throw signal.reason;
+    if (Date.now() >= deadline)
+      throw new WorkerDeploymentError(
+        `${versionName(version)} is not routable after ${Math.round(timeoutMs / 1000)} s: not yet registered or set: ${missing.join(', ')}`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
