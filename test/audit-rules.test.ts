@@ -215,3 +215,39 @@ describe('audit rules', () => {
     assert.ok(report.findings.some((f) => f.kind === 'duplicate' && f.detail.includes('step announce')));
   });
 });
+
+describe('an object out of every readback’s sight (a capped listing moved past it)', () => {
+  const waiting = async () => ({ status: 'RUNNING' as const, stage: 'unknown', awaiting: 'a human decision (…)' });
+  /** The feed shows its newest 3; e2's post and `newer` others after it. */
+  const feed = (newer: number): DestinationRecords => ({
+    ...records('social-feed', false, [
+      ...Array.from({ length: newer }, (_, i) => ({ id: `crowd_${i}`, createdAt: t(10 + i).toISOString() })),
+      { id: 'post_e2', effectId: 'e2', bodySha256: H('b') },
+    ]),
+    shownAtMost: 3,
+  });
+  const kinds = async (destination: DestinationRecords, workflows = waiting) =>
+    (
+      await auditRows(rows(), {
+        destinations: [
+          records('keyed-api', true, [{ id: 'obj_1', effectId: 'e1', bodySha256: H('a'), idempotencyKey: 'e1' }]),
+          destination,
+        ],
+        workflows,
+        requireSettled: true,
+      })
+    ).findings.map((f) => `${f.kind} ${f.effectId}`);
+
+  test('is the waiting person’s to confirm, not a finding, once as many newer objects as the listing shows exist', async () => {
+    assert.deepEqual(await kinds(feed(3)), []);
+  });
+  test('within sight, an effect waiting for a person beside its object is still a finding', async () => {
+    assert.deepEqual(await kinds(feed(2)), ['object_without_fact e2']);
+  });
+  test('out of sight but not waiting for a person (still moving, or its workflow gone) is a finding', async () => {
+    assert.deepEqual(
+      await kinds(feed(3), async () => ({ status: 'RUNNING', stage: 'unknown', awaiting: 'readback' })),
+      ['lost e2', 'object_without_fact e2'],
+    );
+  });
+});

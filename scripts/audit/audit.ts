@@ -222,7 +222,12 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
   let objectsChecked = 0;
   for (const records of options.destinations) {
     if (options.destination && records.destination !== options.destination) continue;
-    const objects = (await records.objects(since)).filter((o) => o.effectId !== null);
+    const everyObject = await records.objects(since);
+    const objects = everyObject.filter((o) => o.effectId !== null);
+    /** Out of every readback's sight: the provider shows only its newest `shownAtMost`, and that many are newer. */
+    const beyondSight = (object: DestinationObject) =>
+      records.shownAtMost !== undefined &&
+      everyObject.filter((o) => Date.parse(o.createdAt) > Date.parse(object.createdAt)).length >= records.shownAtMost;
     const byStep = new Map<string, DestinationObject[]>();
     for (const object of objects) {
       const reference = object.effectId as string;
@@ -287,6 +292,15 @@ export async function auditRows(rows: LedgerRows, options: AuditOptions): Promis
         const view = views.get(effectId);
         // Still being worked on: its workflow runs and will record (or a person will decide).
         if (!isTerminal(effect.stage as EffectStage) && view?.status === 'RUNNING' && !options.requireSettled) continue;
+        // Settled as designed: no look can see the object any more (the capped listing moved past it), and the
+        // effect asks the person who can, at the provider's dashboard. A look that could see it and did not is
+        // still reported (and one that said absent beside it is absent_beside_object, in the chaos run).
+        if (view?.status === 'RUNNING' && waitsForPerson(view) && found.length === 1 && found.every(beyondSight)) {
+          const entry = inProgress.find((e) => e.effectId === effectId);
+          if (entry)
+            entry.awaiting = `${entry.awaiting ?? ''} [object ${found[0]?.id} is beyond the provider's listing of its newest ${records.shownAtMost}: a person's to confirm]`;
+          continue;
+        }
         add(
           'object_without_fact',
           effectId,

@@ -7,6 +7,14 @@ import { createHash } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import postgres from 'postgres';
+import type { HttpDestinationSpec } from '../../activities/destinations/http-spec.js';
+import { socialFeedSpec } from '../../activities/destinations/social-feed.js';
+
+/** The documented cap of a declaration's listing readback, if it has one. */
+function listedAtMostOf(spec: HttpDestinationSpec): number | undefined {
+  for (const read of spec.readback ?? []) if (read.by === 'listing' && read.listedAtMost) return read.listedAtMost;
+  return undefined;
+}
 
 export interface DestinationObject {
   destination: string;
@@ -25,6 +33,11 @@ export interface DestinationRecords {
   keyed: boolean;
   /** Every object, newest first; stops once objects are older than `since` (when the destination lists by time). */
   objects(since?: Date): Promise<DestinationObject[]>;
+  /**
+   * The provider shows its readers only its newest this many objects (a capped listing): an object with that many
+   * newer ones is out of every readback's sight, found only by a person at the provider's dashboard.
+   */
+  shownAtMost?: number;
 }
 
 interface RawObject {
@@ -89,6 +102,7 @@ export function socialFeedRecords(baseUrl: string, destination = 'social-feed'):
   return {
     destination,
     keyed: false,
+    shownAtMost: listedAtMostOf(socialFeedSpec),
     async objects(since) {
       const { data } = await getJson<{ data: RawObject[] }>(`${baseUrl}/_control/social-posts`);
       return data

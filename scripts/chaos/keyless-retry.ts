@@ -9,7 +9,7 @@
 // again, one who finds the post on the feed confirms it, and one who does not abandons, saying so.
 import { bump, type Model, mayUse, newEffect, type Real, Step, use } from './commands.js';
 import { asksPerson, confirmFromDashboard, lookAt, OPERATOR, sendDecision } from './operator.js';
-import { until } from './operators.js';
+import { whenAsked } from './operators.js';
 
 /** The answer is held past the chaos client's 2 s call timeout. */
 const HOLD_MS = 6_000;
@@ -59,7 +59,7 @@ export class KeylessRetry extends Step {
     r.touch(effectId, `approved; ${this}`);
     const asked = () => asksPerson(r, effectId);
     const decide = async () => {
-      if (!(await until(asked, 30_000, 50))) return;
+      if (!(await whenAsked(r, effectId, asked, { who: `${this}, first decision`, everyMs: 50 }))) return;
       const seen = await lookAt(r, effectId);
       await sendDecision(
         r,
@@ -74,7 +74,7 @@ export class KeylessRetry extends Step {
         },
         { via: 'update', seen },
       );
-      if (!(await until(asked, 30_000, 500))) return;
+      if (!(await whenAsked(r, effectId, asked, { who: `${this}, second decision` }))) return;
       await confirmFromDashboard(r, effectId, 'found on the feed', { elseAbandon: true });
     };
     r.track(decide());

@@ -6,7 +6,7 @@
 // Once the feed is quiet, a person who finds the post on the feed confirms it, as readback no longer can.
 import { bump, type Model, mayUse, newEffect, type Real, Step, use } from './commands.js';
 import { confirmFromDashboard, lookAt } from './operator.js';
-import { until } from './operators.js';
+import { whenAsked } from './operators.js';
 
 /** How long others keep posting, and how many they post each tenth of a second. */
 const CHURN_MS = 20_000;
@@ -35,7 +35,7 @@ export class FeedChurn extends Step {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       const asks = async () => (await lookAt(r, effectId)).live?.awaiting?.startsWith('a human decision') === true;
-      if (!(await until(asks, 30_000, 500))) return;
+      if (!(await whenAsked(r, effectId, asks, { who: String(this) }))) return;
       await confirmFromDashboard(r, effectId, 'found on the feed, past what its listing shows');
     };
     r.track(churn());

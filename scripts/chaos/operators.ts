@@ -9,6 +9,7 @@ import {
   buildRequest,
   bump,
   type EffectKind,
+  isTerminalStage,
   type Model,
   type ModelEffect,
   mayUse,
@@ -46,6 +47,40 @@ const gapText = (gap: Gap) =>
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `probe` every `everyMs` until it holds or `ms` passed; returns whether it held. */
+/**
+ * How long a step's person waits to be asked before giving up (and saying so in the run's notes). Not the
+ * provider's pace but the stack's: after a dev-server restart a readback queue's registration with its worker
+ * deployment can stall a minute, and the look that asks the person comes that much later (seed 2026120681: asked
+ * 62 s after the churn, when the person had waited 30 s and left the post without its fact).
+ */
+export const PERSON_PATIENCE_MS = 180_000;
+
+/**
+ * Waits for an effect to ask a person (`asks`): true once it does; false at once when it ends without asking (the
+ * ledger's stage is terminal: a look found the object), or after PERSON_PATIENCE_MS, with a note in the run's notes.
+ */
+export async function whenAsked(
+  r: Real,
+  effectId: string,
+  asks: () => Promise<boolean>,
+  { who, everyMs = 500 }: { who: string; everyMs?: number },
+): Promise<boolean> {
+  let ended = false;
+  const answered = await until(
+    async () => {
+      if (await asks()) return true;
+      const [row] = await r.stack.ledger.sql<{ stage: string }[]>`
+        SELECT stage FROM effects WHERE effect_id = ${effectId}`;
+      ended = row !== undefined && isTerminalStage(row.stage);
+      return ended;
+    },
+    PERSON_PATIENCE_MS,
+    everyMs,
+  );
+  if (!answered) r.notes.push(`${who}: ${effectId} never asked a person within ${PERSON_PATIENCE_MS / 1000} s`);
+  return answered && !ended;
+}
+
 export async function until(probe: () => Promise<boolean>, ms: number, everyMs = 100): Promise<boolean> {
   const deadline = Date.now() + ms;
   for (;;) {
