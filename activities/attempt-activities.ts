@@ -2,6 +2,7 @@
 // send the released package once, and record the answer. One provider call per execution: the workflow
 // runs this with maximumAttempts 1, and anything it cannot finish becomes UNKNOWN and a readback.
 import { Context, log } from '@temporalio/activity';
+import { deadlineSignal } from '../domain/deadline-signal.js';
 import type { DestinationAdapter, ReleasedPackage, SendOutcome, SentWith } from '../domain/destination-contract.js';
 import { isTerminal, stageAfterStepOutcome } from '../domain/stages.js';
 import { type AttemptBegun, type AttemptIntent, beginAttempt, recordAnswer } from '../ledger/attempt-log.js';
@@ -349,6 +350,8 @@ export function createAttemptActivities({
     if (!adapter) return { class: 'not_sent', detail: { reason: notHostedReason(destinations, release.destination) } };
     const began = Math.round(performance.now() - asked);
     const { destination, operation, revision } = release;
+    // Fires at the call's timeout (or the activity's cancellation): a request must not outlive it.
+    const callDeadline = deadlineSignal(callTimeoutMs, Context.current().cancellationSignal);
     const outcome = await sendSpan(
       { ...attempt, attempt: attempt.attemptNumber, destination, operation, revision },
       () =>
@@ -359,8 +362,7 @@ export function createAttemptActivities({
             operation: release.operation,
             package: release.package,
             timeoutMs: callTimeoutMs,
-            // Fires at the call's timeout (or the activity's cancellation): a request must not outlive it.
-            signal: AbortSignal.any([AbortSignal.timeout(callTimeoutMs), Context.current().cancellationSignal]),
+            signal: callDeadline.signal,
           })
           // An answer the adapter could not read as declared: the request left, so it is unknown (never a retry).
           .catch((error: unknown) => {
@@ -368,7 +370,9 @@ export function createAttemptActivities({
             if (!unreadable) throw error;
             return unreadable;
           }),
-    ).then(checkedSend);
+    )
+      .then(checkedSend)
+      .finally(callDeadline.clear);
     // When the request began to leave, after its row: readback's in-flight window counts from there. How it went: what
     // a retry is compared with.
     return { ...outcome, detail: { ...outcome.detail, sendBeganAfterMs: began, sentWith: sentWith(adapter) } };

@@ -3,6 +3,7 @@
 // after the request may have left is exactly the double effect we exist to prevent.
 
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import { deadlineSignal } from '../domain/deadline-signal.js';
 import type { ReleasedPackage, SendOutcome } from '../domain/destination-contract.js';
 import { idempotencyKeyFor } from '../domain/idempotency-key.js';
 import type { OutcomeClass } from '../domain/outcomes.js';
@@ -145,6 +146,7 @@ export function createEffectActivities({ db, destinations, metrics = NO_METRICS 
       const adapter = requireHosted(destinations, found.destination);
       // The exact released package leaves, never a re-derivation of it.
       const pkg = found.release.package as ReleasedPackage;
+      const callDeadline = deadlineSignal(timeoutMs, Context.current().cancellationSignal);
       const outcome = checkedSend(
         await adapter
           .send({
@@ -153,13 +155,14 @@ export function createEffectActivities({ db, destinations, metrics = NO_METRICS 
             operation: found.operation,
             package: pkg,
             timeoutMs,
-            signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), Context.current().cancellationSignal]),
+            signal: callDeadline.signal,
           })
           .catch((error: unknown) => {
             const unreadable = sendErrorOutcome(error);
             if (!unreadable) throw error;
             return unreadable;
-          }),
+          })
+          .finally(callDeadline.clear),
       );
       metrics.outcome(found.destination, outcome.class);
       log.info('attempt answered', {

@@ -2,6 +2,7 @@
 // human decisions, and checking a human's evidence against the destination.
 import { ApplicationFailure, CancelledFailure, Context, log } from '@temporalio/activity';
 import { ApplicationFailureCategory } from '@temporalio/common';
+import { deadlineSignal } from '../domain/deadline-signal.js';
 import type { Decision } from '../domain/decisions.js';
 import type {
   DestinationContract,
@@ -176,18 +177,20 @@ export function createReconciliationActivities({
         keepAlive,
       );
       await turns.first();
+      // Fires at the activity's deadline as well as at its cancellation: no read outlives the readback.
+      const readDeadline = deadlineSignal(
+        Math.max(1, context.info.startToCloseTimeoutMs - 500),
+        context.cancellationSignal,
+      );
       const read = await readbackSpan({ ...coordinates, destination }, () =>
         adapter.readBack({
           ...request,
-          // Fires at the activity's deadline as well as at its cancellation: no read outlives the readback.
-          signal: AbortSignal.any([
-            context.cancellationSignal,
-            AbortSignal.timeout(Math.max(1, context.info.startToCloseTimeoutMs - 500)),
-          ]),
+          signal: readDeadline.signal,
           onPage: keepAlive,
           beforeRequest: turns.beforeRequest,
         }),
       )
+        .finally(readDeadline.clear)
         .then(checkedReadback)
         .catch((error: unknown) => {
           // An answer the adapter cannot read as declared is read the same way next time: no retry, a verdict.

@@ -1,5 +1,7 @@
 // Turns what an HTTP exchange produced into the domain's outcome classes (domain/outcomes.ts). Shared by adapters of
 // HTTP destinations; an adapter whose provider documents a status differently overrides it.
+
+import { deadlineSignal } from '../../domain/deadline-signal.js';
 import type { ResponseDetail, SendOutcome } from '../../domain/destination-contract.js';
 import { tracedFetch } from './protocol-spans.js';
 
@@ -152,12 +154,13 @@ export async function sendJson(
 ): Promise<JsonExchange | SendOutcome> {
   let response: Response;
   let text: string;
+  const deadline = deadlineSignal(timeoutMs, signal);
   try {
     response = await tracedFetch(url, {
       method,
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
-      signal: signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]) : AbortSignal.timeout(timeoutMs),
+      signal: deadline.signal,
       // A redirect is answered, never followed: following turns a POST into a GET elsewhere (or sends it, key
       // and credential, to another host), so a 3xx is unknown — the request may have been applied — and read back.
       redirect: 'manual',
@@ -165,6 +168,8 @@ export async function sendJson(
     text = await response.text();
   } catch (error) {
     return classifyTransportError(error);
+  } finally {
+    deadline.clear();
   }
   try {
     return { status: response.status, headers: response.headers, body: JSON.parse(text) as unknown };

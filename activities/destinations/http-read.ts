@@ -1,6 +1,7 @@
 // GETs for readback. A failed read is transient (thrown, so the activity retries with backoff);
 // 404 is an answer, not a failure.
 import { setTimeout as delay } from 'node:timers/promises';
+import { deadlineSignal } from '../../domain/deadline-signal.js';
 import { tracedFetch } from './protocol-spans.js';
 
 export class ProviderReadError extends Error {
@@ -36,14 +37,25 @@ export async function getJson<T>(
   headers: Record<string, string> = {},
   timeoutMs = 10_000,
 ): Promise<{ status: 200; body: T } | { status: 404 }> {
-  let response: Response;
   await bounds.beforeRequest?.();
-  const timeout = AbortSignal.timeout(timeoutMs);
+  // Held to the end of the body's read, which the deadline bounds too.
+  const deadline = deadlineSignal(timeoutMs, bounds.signal);
   try {
-    response = await tracedFetch(url, {
-      headers,
-      signal: bounds.signal ? AbortSignal.any([timeout, bounds.signal]) : timeout,
-    });
+    return await readJson<T>(url, headers, deadline.signal, bounds);
+  } finally {
+    deadline.clear();
+  }
+}
+
+async function readJson<T>(
+  url: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  bounds: ReadBounds,
+): Promise<{ status: 200; body: T } | { status: 404 }> {
+  let response: Response;
+  try {
+    response = await tracedFetch(url, { headers, signal });
   } catch (error) {
     throw new ProviderReadError(`GET ${url} failed: ${(error as Error).message}`);
   }
