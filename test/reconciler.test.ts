@@ -333,22 +333,28 @@ describe('the ledger reconciler cannot go blind', { timeout: 300_000 }, () => {
         assert.equal(sample(text, 'effect_ledger_unstartable_effects'), 1);
         await waitFor(async () => (await readEffect(stack.ledger.db, stranded))?.stage === 'recorded', 'recorded');
 
-        const passes = worker
-          .output()
-          .split('\n')
-          .filter((l) => l.includes('"ledger reconciler pass"'))
-          .map((l) => JSON.parse(l) as Record<string, unknown> & { failures?: { effectId: string; reason: string }[] });
-        const reporting = passes.find((p) => p.failures?.some((f) => f.effectId === poison));
-        assert.ok(
-          reporting,
-          `a pass's log line names the poison effect:\n${passes.map((p) => JSON.stringify(p)).join('\n')}`,
+        const passes = () =>
+          worker
+            .output()
+            .split('\n')
+            .filter((l) => l.includes('"ledger reconciler pass"'))
+            .map(
+              (l) => JSON.parse(l) as Record<string, unknown> & { failures?: { effectId: string; reason: string }[] },
+            );
+        // Awaited: a pass counts each effect in the metrics as it goes, and logs its line only once it has ended.
+        const reporting = await waitFor(
+          async () => passes().find((p) => p.failures?.some((f) => f.effectId === poison)),
+          "a pass's log line to name the poison effect",
         );
         assert.equal(reporting.level, 'info');
         assert.equal(typeof reporting.checked, 'number');
         assert.equal(typeof reporting.resumed, 'number');
         assert.ok((reporting.couldNotStart as number) >= 1);
         assert.match(reporting.failures?.[0]?.reason ?? '', /no destination retired-api/);
-        assert.ok(passes.some((p) => (p.resumedEffects as string[] | undefined)?.includes(stranded)));
+        await waitFor(
+          async () => passes().some((p) => (p.resumedEffects as string[] | undefined)?.includes(stranded)),
+          'the log line of the pass that resumed the stranded effect',
+        );
 
         // The poison waits in UNKNOWN, which the stuck-effect alert leaves to the other one; but it has no
         // workflow, so its first failed start counts as unsettled. Twenty minutes later, it fires.
