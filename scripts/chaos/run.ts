@@ -4,6 +4,7 @@
 // request log. Used by `npm run chaos` (scripts/chaos.ts), test/chaos.test.ts and test/chaos-planted.test.ts.
 import fc from 'fast-check';
 import { MAIN_STEP, parseKey } from '../../domain/idempotency-key.js';
+import { TERMINAL_STAGES } from '../../domain/stages.js';
 import { readTrail } from '../../ledger/trail.js';
 import { type AuditReport, audit, waitsForPerson } from '../audit/audit.js';
 import type { DestinationObject } from '../audit/destination-records.js';
@@ -141,6 +142,30 @@ export function violationsOf(v: RunVerdict): Violation[] {
 }
 
 const IN_FLIGHT = /may still be in flight/;
+
+/**
+ * Waits (bounded) until the workflow has taken every decision the run sent by signal: a row in the ledger carrying
+ * its tag, or the effect ended. A signal returns once the server holds it, not once the workflow applied it; an
+ * effect that still shows "a human decision" then is not settled (seed 2026120692: two approve-retry signals sent
+ * as the steps ended, the settle counted the effect as waiting for a person, and the audit a moment later found
+ * it mid-attempt: lost).
+ */
+async function signalsTaken(stack: ChaosStack, real: Real, ms: number): Promise<void> {
+  const signalled = real.sent.filter((s) => s.via === 'signal');
+  const taken = async () => {
+    for (const sent of signalled) {
+      const [row] = await stack.ledger.sql<{ taken: boolean }[]>`
+        SELECT EXISTS (SELECT 1 FROM decisions WHERE effect_id = ${sent.effectId}
+                       AND position(${sent.tag} in reason) > 0)
+            OR EXISTS (SELECT 1 FROM effects WHERE effect_id = ${sent.effectId}
+                       AND stage = ANY(${[...TERMINAL_STAGES]})) AS taken`;
+      if (!row?.taken) return false;
+    }
+    return true;
+  };
+  const deadline = Date.now() + ms;
+  while (!(await taken()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+}
 
 /** Waits (bounded) until every effect of the run is terminal or visibly waiting for a person; touches nothing. */
 export async function settle(
@@ -677,6 +702,7 @@ export async function runChaos(options: ChaosOptions): Promise<SeedOutcome[]> {
         steps = counted;
         await quiesceReal(real);
         await stack.quiesce();
+        await signalsTaken(stack, real, 30_000);
         const settled = await settle(stack, prefix, { ...options, log: (line) => options.log(`  ${line}`) });
         const verdict = await verify(stack, real, model, settled, steps);
         last = verdict;
