@@ -89,9 +89,11 @@ describe('a wait in UNKNOWN', () => {
         const newcomer = 'looks:newcomer';
         await busy.approve(postRequest(newcomer, 'Looks: a first look'));
         await waitFor(async () => (await looksOf(stack, newcomer)) > 0, "the newcomer's first look");
-        // From the moment the server holds the newcomer's first look (its scheduled event) to that look's evidence:
-        // how many repeat looks of the others the ledger took. Counted from the scheduling, not from the newcomer's
-        // attempt, so a loaded machine's workflow-task latency (2/s of looks go while it lasts) does not count.
+        // From the moment the server holds the newcomer's first look (its scheduled event) to the moment a worker
+        // began it: how many repeat looks of the others began in between (`readBegan`, when the activity started,
+        // by the ledger's clock) — the order the server hands looks out in, which is what priority decides. Looks a
+        // worker already held when the newcomer was scheduled began before and do not count, however long a loaded
+        // machine takes to finish them (counting by when their evidence was recorded, CI once saw 10).
         const { events } = await stack.env.client.workflow.getHandle(newcomer).fetchHistory();
         const scheduled = events?.find(
           (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'watchForObject',
@@ -100,14 +102,15 @@ describe('a wait in UNKNOWN', () => {
         const scheduledAt = new Date(
           Number(scheduled.eventTime.seconds) * 1000 + Math.floor((scheduled.eventTime.nanos ?? 0) / 1e6),
         );
-        const [firstLook] = await stack.ledger.sql<{ evidence_id: string }[]>`
-          SELECT evidence_id FROM provider_evidence WHERE effect_id = ${newcomer} AND kind = 'readback'
+        const [firstLook] = await stack.ledger.sql<{ began: string }[]>`
+          SELECT detail->>'readBegan' AS began FROM provider_evidence WHERE effect_id = ${newcomer} AND kind = 'readback'
           ORDER BY evidence_id LIMIT 1`;
-        assert.ok(firstLook);
+        assert.ok(firstLook?.began, "the newcomer's first look says when it began");
         const [counted] = await stack.ledger.sql<{ between: number }[]>`
           SELECT count(*)::int AS between FROM provider_evidence
           WHERE kind = 'readback' AND effect_id <> ${newcomer}
-            AND recorded_at >= ${scheduledAt.toISOString()}::timestamptz AND evidence_id < ${firstLook.evidence_id}`;
+            AND (detail->>'readBegan')::timestamptz > ${scheduledAt.toISOString()}::timestamptz
+            AND (detail->>'readBegan')::timestamptz < ${firstLook.began}::timestamptz`;
         const between = counted?.between ?? 0;
         // Priority lets through only the looks already in the readback worker's hands and the turns they took: 1–3
         // here (2026-12-06), 1–3 with three CPU hogs beside it. At one priority the backlog goes first: 8–70 in six
